@@ -1,0 +1,137 @@
+"""Read and write the standard text-recognition LMDB layout.
+
+Layout (as used by CRNN, ASTER, PARSeq and most STR benchmarks): ``b"num-samples"`` -> ASCII
+decimal count; for ``i`` in ``1..count``: ``b"image-%09d"`` -> encoded image file bytes
+(PNG/JPEG as-is) and ``b"label-%09d"`` -> UTF-8 label.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Iterable, Iterator
+from itertools import islice
+
+import lmdb
+from tqdm import tqdm
+
+log = logging.getLogger(__name__)
+
+NUM_SAMPLES_KEY = b"num-samples"
+INITIAL_MAP_SIZE = 1 << 26  # 64 MiB; doubled on demand
+
+
+def image_key(index: int) -> bytes:
+    """Key of the image stored at 1-based ``index``."""
+    return b"image-%09d" % index
+
+
+def label_key(index: int) -> bytes:
+    """Key of the label stored at 1-based ``index``."""
+    return b"label-%09d" % index
+
+
+def open_readonly(path: str | os.PathLike) -> lmdb.Environment:
+    """Open an LMDB directory for reading, safe for many reader processes (no lock, no readahead)."""
+    return lmdb.open(os.fspath(path), readonly=True, lock=False, readahead=False, meminit=False,
+                     max_readers=1, subdir=True)
+
+
+def write_lmdb(samples: Iterable[tuple[bytes, str]], out: str | os.PathLike, *, commit_every: int = 1000,
+               progress: bool = False, overwrite: bool = False, total: int | None = None,
+               map_size: int = INITIAL_MAP_SIZE) -> int:
+    """Write ``(image_bytes, label)`` pairs to a new LMDB at ``out`` atomically; return the sample count.
+
+    Data goes to ``out + ".tmp-<pid>"`` and is renamed to ``out`` only when complete; on any
+    error the temporary directory is removed. An existing ``out`` is refused unless ``overwrite``.
+    """
+    out = os.fspath(out).rstrip(os.sep) or os.sep
+    if commit_every < 1:
+        raise ValueError(f"commit_every must be >= 1, got {commit_every}")
+    if os.path.lexists(out) and not overwrite:
+        raise FileExistsError(f"{out} already exists; choose another output path or pass overwrite=True (--overwrite)")
+    tmp = f"{out}.tmp-{os.getpid()}"
+    if os.path.lexists(tmp):
+        _remove(tmp)
+    try:
+        count = _write_all(samples, tmp, commit_every, progress, total, map_size)
+        _move_into_place(tmp, out)
+    except BaseException:
+        _remove(tmp)
+        raise
+    log.info("wrote %d samples to %s", count, out)
+    return count
+
+
+def _write_all(samples: Iterable[tuple[bytes, str]], path: str, commit_every: int, progress: bool,
+               total: int | None, map_size: int) -> int:
+    """Write every sample in chunks of ``commit_every`` plus ``num-samples``; return the count."""
+    env = lmdb.open(path, map_size=map_size, subdir=True, meminit=False)
+    try:
+        it: Iterator = iter(tqdm(samples, total=total, desc="lmdb", unit="img", disable=not progress))
+        count = 0
+        while True:
+            chunk = _encode_chunk(islice(it, commit_every), start=count + 1)
+            count += len(chunk) // 2
+            if not chunk:
+                break
+            _put_chunk(env, chunk)
+        _put_chunk(env, [(NUM_SAMPLES_KEY, str(count).encode("ascii"))])
+        env.sync()
+    finally:
+        env.close()
+    return count
+
+
+def _encode_chunk(samples: Iterable[tuple[bytes, str]], start: int) -> list[tuple[bytes, bytes]]:
+    """Turn samples into key/value pairs numbered from ``start``; reject wrong types by index."""
+    pairs: list[tuple[bytes, bytes]] = []
+    for i, sample in enumerate(samples, start):
+        try:
+            image, label = sample
+        except (TypeError, ValueError):
+            raise TypeError(f"sample {i}: expected an (image_bytes, label) pair, got {type(sample).__name__}") from None
+        if not isinstance(image, (bytes, bytearray, memoryview)):
+            raise TypeError(f"sample {i}: image must be encoded bytes, got {type(image).__name__}")
+        if not isinstance(label, str):
+            raise TypeError(f"sample {i}: label must be str, got {type(label).__name__}")
+        pairs.append((image_key(i), bytes(image)))
+        pairs.append((label_key(i), label.encode("utf-8")))
+    return pairs
+
+
+def _put_chunk(env: lmdb.Environment, pairs: list[tuple[bytes, bytes]]) -> None:
+    """Write ``pairs`` in one transaction, doubling the map size and retrying when it is full."""
+    while True:
+        try:
+            with env.begin(write=True) as txn:
+                for key, value in pairs:
+                    txn.put(key, value)
+            return
+        except lmdb.MapFullError:
+            new_size = env.info()["map_size"] * 2
+            log.debug("lmdb map full; growing to %d bytes", new_size)
+            env.set_mapsize(new_size)
+
+
+def _move_into_place(tmp: str, out: str) -> None:
+    """Rename ``tmp`` to ``out``; an existing ``out`` is moved aside first and removed after."""
+    if not os.path.lexists(out):
+        os.replace(tmp, out)
+        return
+    old = f"{out}.old-{os.getpid()}"
+    os.replace(out, old)
+    try:
+        os.replace(tmp, out)
+    except BaseException:
+        os.replace(old, out)
+        raise
+    _remove(old)
+
+
+def _remove(path: str) -> None:
+    """Remove a file or directory tree if present."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        os.remove(path)
