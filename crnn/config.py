@@ -1,0 +1,276 @@
+"""Typed configuration: dataclasses loaded from YAML and overridden by ``section.key=value`` arguments."""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """An invalid configuration: unknown key, wrong type or bad value (the message names the key)."""
+
+
+@dataclass
+class ModelConfig:
+    """Network shape and alphabet."""
+
+    variant: str = "vgg_small"  # vgg | vgg_small | resnet18
+    in_channels: int = 1  # 1 = grayscale, 3 = RGB
+    hidden: int = 0  # LSTM hidden size; 0 = the variant's default
+    charset: str = "alnum36"  # digits | alnum36 | printable94 | a file path | the characters themselves
+    lowercase: bool | None = None  # fold labels to lower case; None = when the charset has no upper case
+    unknown: str = "reject"  # characters outside the charset: reject the sample | drop the character
+
+
+@dataclass
+class DataConfig:
+    """Datasets, image geometry and loading."""
+
+    train: list[dict] = field(default_factory=lambda: [{"path": "data/synth_train.lmdb"}])  # [{path, ratio?}]
+    val: list[str] = field(default_factory=list)  # LMDBs or folders with gt.txt
+    height: int = 32
+    width: int = 100  # fixed width, or the cap with keep_ratio
+    keep_ratio: bool = False
+    max_width: int = 400
+    batch_size: int = 64  # per process
+    num_workers: int = 2
+    max_label_length: int = 25
+    augment: bool = False
+    synth_num: int = 0  # >0: generate a synthetic LMDB of this size where a train path is missing
+    synth_val_num: int = 0  # >0: generate a synthetic validation LMDB next to it and validate on it
+    synth_seed: int = 0
+    synth_workers: int = 0  # 0 = all cores
+    val_max_samples: int = 0  # 0 = all
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation, devices, parallelism, logging and checkpoints."""
+
+    output_dir: str = "runs/default"
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    parallel: str = "auto"  # auto | none | dp   (DDP is chosen by torchrun's environment)
+    device_ids: list[int] = field(default_factory=list)  # DataParallel GPUs; empty = all visible
+    model_parallel: list[str] = field(default_factory=list)  # [cnn_device, sequence_device]
+    backend: str = "auto"  # auto (nccl on CUDA, gloo on CPU) | nccl | gloo
+    init_method: str = "env://"  # env:// | file:///path | tcp://host:port
+    timeout_s: int = 1800  # process-group timeout
+    sync_bn: bool = False
+    amp: str = "off"  # off | fp16 | bf16
+    channels_last: bool = False
+    compile: bool = False
+    threads: int = 0  # torch intra-op threads per process; 0 = leave the default
+    optimizer: str = "adam"  # adam | adamw | adadelta
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    schedule: str = "cosine"  # cosine | onecycle | constant
+    warmup_steps: int = 200
+    min_lr_ratio: float = 0.01
+    steps: int = 1000  # optimizer steps in total
+    grad_clip: float = 5.0  # 0 = off
+    accum_steps: int = 1
+    seed: int = 0
+    log_every: int = 50
+    val_every: int = 500  # 0 = only at the end
+    save_every: int = 500
+    resume: str = ""  # "" = none (auto under torchrun) | auto | PATH | none
+    init_weights: str = ""  # load model weights only (any checkpoint layout)
+    protocol: str = "alnum-insensitive"  # exact | alnum-insensitive
+    decoder: str = "greedy"
+    show_predictions: int = 5
+    max_nonfinite: int = 20  # stop after this many non-finite losses in a row
+    tensorboard: bool = True
+
+
+@dataclass
+class Config:
+    """The whole run."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+
+CHOICES = {
+    "model.variant": ("vgg", "vgg_small", "resnet18"),
+    "model.unknown": ("reject", "drop"),
+    "train.parallel": ("auto", "none", "dp"),
+    "train.backend": ("auto", "nccl", "gloo"),
+    "train.amp": ("off", "fp16", "bf16"),
+    "train.optimizer": ("adam", "adamw", "adadelta"),
+    "train.schedule": ("cosine", "onecycle", "constant"),
+    "train.protocol": ("exact", "alnum-insensitive"),
+    "train.decoder": ("greedy", "beam"),
+}
+
+
+def _check_type(value: Any, tp: Any, key: str) -> Any:
+    """Return ``value`` converted to the annotated type ``tp`` or raise ConfigError naming ``key``."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _check_type(value, arg, key)
+            except ConfigError:
+                pass
+        raise ConfigError(f"{key}: expected {tp}, got {value!r}")
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{key}: expected a list, got {value!r}")
+        (item_tp,) = typing.get_args(tp) or (Any,)
+        return [_check_type(v, item_tp, f"{key}[{i}]") for i, v in enumerate(value)]
+    if tp is Any:
+        return value
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{key}: expected true/false, got {value!r}")
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"{key}: expected a number, got {value!r}")
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ConfigError(f"{key}: expected an integer, got {value!r}")
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(f"{key}: expected a string, got {value!r}")
+    if tp is dict:
+        if isinstance(value, dict):
+            return value
+        raise ConfigError(f"{key}: expected a mapping, got {value!r}")
+    raise ConfigError(f"{key}: unsupported type {tp}")
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _section_from_dict(cls: type, data: dict, prefix: str) -> Any:
+    """Build one dataclass section, refusing unknown keys."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{prefix}: expected a mapping of settings, got {data!r}")
+    hints = _hints(cls)
+    unknown = sorted(set(data) - set(hints))
+    if unknown:
+        raise ConfigError(f"unknown config key {prefix}.{unknown[0]} (valid keys in {prefix}: {', '.join(hints)})")
+    kwargs = {k: _check_type(v, hints[k], f"{prefix}.{k}") for k, v in data.items()}
+    return cls(**kwargs)
+
+
+def config_from_dict(data: dict | None) -> Config:
+    """Build a Config from nested plain data (YAML or a checkpoint), validating every key."""
+    data = data or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config must be a mapping with sections model/data/train, got {type(data).__name__}")
+    unknown = sorted(set(data) - {"model", "data", "train"})
+    if unknown:
+        raise ConfigError(f"unknown config section {unknown[0]!r} (valid: model, data, train)")
+    cfg = Config(
+        model=_section_from_dict(ModelConfig, data.get("model") or {}, "model"),
+        data=_section_from_dict(DataConfig, data.get("data") or {}, "data"),
+        train=_section_from_dict(TrainConfig, data.get("train") or {}, "train"),
+    )
+    validate(cfg)
+    return cfg
+
+
+def config_to_dict(cfg: Config) -> dict:
+    """Plain nested dict (only str/int/float/bool/None/list/dict), safe for YAML and weights_only checkpoints."""
+    return dataclasses.asdict(cfg)
+
+
+def _parse_override(item: str, cfg_dict: dict) -> tuple[list[str], Any]:
+    if "=" not in item:
+        raise ConfigError(f"override {item!r} must look like section.key=value (e.g. train.lr=3e-4)")
+    key, raw = item.split("=", 1)
+    parts = key.strip().split(".")
+    if len(parts) != 2 or parts[0] not in cfg_dict:
+        raise ConfigError(f"unknown config key {key!r} (use model.*, data.* or train.*)")
+    section, name = parts
+    hints = _hints(type(getattr(Config(), section)))
+    if name not in hints:
+        raise ConfigError(f"unknown config key {key} (valid keys in {section}: {', '.join(hints)})")
+    if hints[name] is str:
+        return parts, raw  # strings stay verbatim ("0123" is a charset, not a number)
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{key}: cannot parse value {raw!r}: {e}") from None
+    return parts, value
+
+
+def apply_overrides(data: dict, overrides: list[str]) -> dict:
+    """Apply ``section.key=value`` strings to nested plain data (values parsed as YAML)."""
+    base = config_to_dict(Config())
+    for item in overrides:
+        (section, name), value = _parse_override(item, base)
+        data.setdefault(section, {})
+        if data[section] is None:
+            data[section] = {}
+        data[section][name] = value
+    return data
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:
+    """Load a YAML config (or the defaults) and apply overrides; errors name the file and the key."""
+    data: dict = {}
+    if path:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file {p} not found (see configs/ for examples)")
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{p}: invalid YAML: {e}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{p}: expected a mapping with sections model/data/train")
+    data = apply_overrides(data, overrides or [])
+    try:
+        return config_from_dict(data)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}" if path else str(e)) from None
+
+
+def validate(cfg: Config) -> None:
+    """Check value ranges and choices."""
+    for key, choices in CHOICES.items():
+        section, name = key.split(".")
+        value = getattr(getattr(cfg, section), name)
+        if value not in choices:
+            raise ConfigError(f"{key}: {value!r} is not one of {', '.join(choices)}")
+    for src in cfg.data.train:
+        if not isinstance(src, dict) or "path" not in src or set(src) - {"path", "ratio"}:
+            raise ConfigError(f"data.train: each entry needs 'path' (and optionally 'ratio'), got {src!r}")
+    positive = {"data.height": cfg.data.height, "data.width": cfg.data.width, "data.batch_size": cfg.data.batch_size,
+                "data.max_label_length": cfg.data.max_label_length, "train.steps": cfg.train.steps,
+                "train.accum_steps": cfg.train.accum_steps, "train.log_every": cfg.train.log_every}
+    for key, value in positive.items():
+        if value <= 0:
+            raise ConfigError(f"{key}: must be positive, got {value}")
+    if cfg.data.width < 8:
+        raise ConfigError(f"data.width: must be at least 8 pixels, got {cfg.data.width}")
+    if cfg.train.model_parallel and len(cfg.train.model_parallel) != 2:
+        raise ConfigError("train.model_parallel: give two devices, e.g. [cuda:0, cuda:1]")
+
+
+def dump_config(cfg: Config) -> str:
+    """YAML text of the resolved config."""
+    return yaml.safe_dump(config_to_dict(cfg), sort_keys=False)

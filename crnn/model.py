@@ -1,0 +1,169 @@
+"""CRNN (Shi, Bai & Yao, 2015): CNN backbone -> batch-first sequence -> 2-layer BiLSTM -> per-step logits.
+
+Shapes (B = batch, C = channels, H = 32, W = width, T = time steps, K = classes incl. blank 0):
+    images [B, C_in, H, W] -> cnn -> [B, C, 1, T] -> [B, T, C] -> BiLSTM x2 -> [B, T, 2*hidden] -> head -> [B, T, K]
+
+The output is batch-first on purpose: ``nn.DataParallel`` gathers along dim 0, which must be the sample dim.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+
+__all__ = ["CRNN", "VARIANTS", "build_model", "count_parameters"]
+
+
+@dataclass(frozen=True)
+class VggSpec:
+    """Channel widths of the seven paper conv layers and the LSTM hidden size."""
+
+    channels: tuple[int, int, int, int, int, int, int]
+    hidden: int
+
+
+VGG_SPECS = {
+    "vgg": VggSpec((64, 128, 256, 256, 512, 512, 512), 256),  # the paper's model, ~8.3 M params
+    "vgg_small": VggSpec((32, 64, 128, 128, 256, 256, 256), 128),  # ~2.1 M params, for CPU training
+}
+
+
+def _conv(cin: int, cout: int, k: int = 3, p: int = 1, bn: bool = False) -> list[nn.Module]:
+    layers: list[nn.Module] = [nn.Conv2d(cin, cout, k, 1, p, bias=not bn)]
+    if bn:
+        layers.append(nn.BatchNorm2d(cout))
+    layers.append(nn.ReLU(inplace=True))
+    return layers
+
+
+def vgg_backbone(in_channels: int, ch: tuple[int, ...]) -> nn.Sequential:
+    """The paper's 7-conv CNN: BN on conv 3/5/7, 2x2 pools then (2,1)-stride pools; H 32 -> 1, W -> W/4 + 1."""
+    return nn.Sequential(
+        *_conv(in_channels, ch[0]), nn.MaxPool2d(2, 2),  # [B, c0, 16, W/2]
+        *_conv(ch[0], ch[1]), nn.MaxPool2d(2, 2),  # [B, c1, 8, W/4]
+        *_conv(ch[1], ch[2], bn=True),
+        *_conv(ch[2], ch[3]), nn.MaxPool2d((2, 2), (2, 1), (0, 1)),  # [B, c3, 4, W/4+1]
+        *_conv(ch[3], ch[4], bn=True),
+        *_conv(ch[4], ch[5]), nn.MaxPool2d((2, 2), (2, 1), (0, 1)),  # [B, c5, 2, W/4+2]
+        *_conv(ch[5], ch[6], k=2, p=0, bn=True),  # [B, c6, 1, W/4+1]
+    )
+
+
+def resnet18_backbone(in_channels: int) -> nn.Sequential:
+    """torchvision ResNet-18 with layers 2-4 striding only in height, so T = ceil(ceil(W/2)/2) ~ W/4."""
+    from torchvision.models import resnet18
+
+    net = resnet18(weights=None)
+    if in_channels != 3:
+        net.conv1 = nn.Conv2d(in_channels, 64, 7, 2, 3, bias=False)
+    for layer in (net.layer2, net.layer3, net.layer4):
+        block = layer[0]
+        block.conv1.stride = (2, 1)
+        block.downsample[0].stride = (2, 1)
+    # [B, 64, 16, W/2] -> maxpool [B, 64, 8, W/4] -> layer2..4 [B, 512, 1, W/4]
+    return nn.Sequential(net.conv1, net.bn1, net.relu, net.maxpool, net.layer1, net.layer2, net.layer3, net.layer4)
+
+
+def _vgg_length(width: int) -> int:
+    return width // 2 // 2 + 1
+
+
+def _resnet_length(width: int) -> int:
+    half = (width + 1) // 2
+    return (half + 1) // 2
+
+
+@dataclass(frozen=True)
+class Variant:
+    """How to build one named model variant."""
+
+    backbone: Callable[[int], nn.Module]
+    feat_channels: int
+    hidden: int
+    length: Callable[[int], int]
+
+
+VARIANTS: dict[str, Variant] = {
+    "vgg": Variant(lambda c: vgg_backbone(c, VGG_SPECS["vgg"].channels), 512, 256, _vgg_length),
+    "vgg_small": Variant(lambda c: vgg_backbone(c, VGG_SPECS["vgg_small"].channels), 256, 128, _vgg_length),
+    "resnet18": Variant(resnet18_backbone, 512, 256, _resnet_length),
+}
+
+MIN_WIDTH = 8
+
+
+class BiLSTM(nn.Module):
+    """One bidirectional LSTM layer followed by a linear projection (the paper's 'deep BiLSTM' building block)."""
+
+    def __init__(self, in_size: int, hidden: int, out_size: int) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(in_size, hidden, bidirectional=True, batch_first=True)
+        self.proj = nn.Linear(2 * hidden, out_size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, in) -> (B, T, out)
+        y, _ = self.lstm(x)  # (B, T, 2*hidden)
+        return self.proj(y)
+
+
+class CRNN(nn.Module):
+    """CRNN returning batch-first logits ``[B, T, num_classes]`` (blank = class 0)."""
+
+    def __init__(self, variant: str, in_channels: int, num_classes: int, hidden: int | None = None) -> None:
+        super().__init__()
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown model variant {variant!r}; choose one of {sorted(VARIANTS)}")
+        if in_channels not in (1, 3):
+            raise ValueError(f"in_channels must be 1 (grayscale) or 3 (RGB), got {in_channels}")
+        spec = VARIANTS[variant]
+        self.variant = variant
+        self.in_channels = in_channels
+        self.num_classes = num_classes
+        self.hidden = hidden or spec.hidden
+        self.cnn = spec.backbone(in_channels)
+        self.rnn1 = BiLSTM(spec.feat_channels, self.hidden, self.hidden)
+        self.rnn2 = nn.LSTM(self.hidden, self.hidden, bidirectional=True, batch_first=True)
+        self.head = nn.Linear(2 * self.hidden, num_classes)
+
+    def output_length(self, width: int | torch.Tensor) -> int | torch.Tensor:
+        """Number of time steps T produced for an input of the given width (works on ints and int tensors)."""
+        return VARIANTS[self.variant].length(width)
+
+    def features(self, images: torch.Tensor) -> torch.Tensor:
+        """CNN part: images [B, C_in, H, W] -> sequence [B, T, C] (batch-first)."""
+        if images.shape[-1] < MIN_WIDTH:
+            raise ValueError(f"input width {images.shape[-1]} is below the minimum of {MIN_WIDTH} pixels")
+        f = self.cnn(images)  # (B, C, H', T)
+        if f.shape[2] != 1:
+            f = f.mean(dim=2, keepdim=True)  # inputs taller than 32 px: average the leftover height
+        return f.squeeze(2).transpose(1, 2)  # (B, T, C)
+
+    def sequence(self, seq: torch.Tensor) -> torch.Tensor:
+        """Sequence part: [B, T, C] -> logits [B, T, K]."""
+        seq = seq.to(self.head.weight.device)  # no-op unless model-parallel placed the parts on two devices
+        y = self.rnn1(seq)  # (B, T, hidden)
+        y, _ = self.rnn2(y)  # (B, T, 2*hidden)
+        return self.head(y)  # (B, T, K)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.sequence(self.features(images))
+
+    def place(self, cnn_device: torch.device | str, seq_device: torch.device | str) -> "CRNN":
+        """Model parallelism: CNN on one device, the recurrent part and head on another."""
+        self.cnn.to(cnn_device)
+        self.rnn1.to(seq_device)
+        self.rnn2.to(seq_device)
+        self.head.to(seq_device)
+        return self
+
+
+def build_model(variant: str, in_channels: int, num_classes: int, hidden: int | None = None) -> CRNN:
+    """Build a named CRNN variant (``vgg``, ``vgg_small``, ``resnet18``)."""
+    return CRNN(variant, in_channels, num_classes, hidden)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable parameters."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
