@@ -45,7 +45,6 @@ class DataConfig:
     synth_val_num: int = 0  # >0: generate a synthetic validation LMDB next to it and validate on it
     synth_seed: int = 0
     synth_workers: int = 0  # 0 = all cores
-    val_max_samples: int = 0  # 0 = all
 
 
 @dataclass

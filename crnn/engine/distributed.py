@@ -1,0 +1,140 @@
+"""Rank helpers and process-group set-up. The only module that imports ``torch.distributed``.
+
+Every helper works without a process group (rank 0 of 1), so single-process code calls them freely.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+
+
+def launched_by_torchrun() -> bool:
+    """True when the environment carries torchrun's RANK / WORLD_SIZE / LOCAL_RANK."""
+    return all(v in os.environ for v in TORCHRUN_VARS)
+
+
+def is_dist() -> bool:
+    """True inside an initialised process group."""
+    return dist.is_available() and dist.is_initialized()
+
+
+def get_rank() -> int:
+    """Global rank (0 without a process group)."""
+    return dist.get_rank() if is_dist() else 0
+
+
+def get_world_size() -> int:
+    """Number of processes (1 without a process group)."""
+    return dist.get_world_size() if is_dist() else 1
+
+
+def get_local_rank() -> int:
+    """Rank within this machine (torchrun's LOCAL_RANK; 0 otherwise)."""
+    return int(os.environ.get("LOCAL_RANK", "0")) if is_dist() or launched_by_torchrun() else 0
+
+
+def is_main_process() -> bool:
+    """Rank 0: the process that prints, logs and saves."""
+    return get_rank() == 0
+
+
+def barrier() -> None:
+    """Wait for every rank (no-op without a process group)."""
+    if is_dist():
+        if dist.get_backend() == "nccl":
+            dist.barrier(device_ids=[torch.cuda.current_device()])
+        else:
+            dist.barrier()
+
+
+def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
+    """Sum a tensor over ranks in place and return it (identity without a process group)."""
+    if is_dist():
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return t
+
+
+def any_rank(flag: bool, device: torch.device | str = "cpu") -> bool:
+    """True if ``flag`` is true on any rank."""
+    t = torch.tensor([1.0 if flag else 0.0], device=device)
+    return bool(all_reduce_sum(t).item() > 0)
+
+
+def broadcast_object(obj: object, src: int = 0) -> object:
+    """Send a picklable object from ``src`` to every rank."""
+    if not is_dist():
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=src)
+    return box[0]
+
+
+@contextmanager
+def main_process_first(local: bool = True) -> Iterator[None]:
+    """Run the body on (local) rank 0 first while the other ranks wait, then on the others.
+
+    For one-time preparation (generating a dataset, building a cache): rank 0 creates it, the others find it ready.
+    """
+    leader = (get_local_rank() if local else get_rank()) == 0
+    if not leader:
+        barrier()
+    try:
+        yield
+    finally:
+        if leader:
+            barrier()
+
+
+@dataclass
+class DistInfo:
+    """What the start-up decided about distribution."""
+
+    rank: int
+    local_rank: int
+    world_size: int
+    backend: str
+
+
+def init_distributed(device_type: str, backend: str = "auto", init_method: str = "env://",
+                     timeout_s: int = 1800) -> DistInfo:
+    """Initialise the process group from torchrun's environment (nccl on CUDA, gloo on CPU by default)."""
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ["LOCAL_RANK"])
+    if backend == "auto":
+        backend = "nccl" if device_type == "cuda" else "gloo"
+    if device_type == "cuda":
+        torch.cuda.set_device(local_rank)
+    kwargs = {}
+    if device_type == "cuda" and backend == "nccl":
+        kwargs["device_id"] = torch.device("cuda", local_rank)
+    dist.init_process_group(backend=backend, init_method=init_method, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
+    return DistInfo(rank, local_rank, world, backend)
+
+
+def cleanup_distributed() -> None:
+    """Destroy the process group if one exists."""
+    if is_dist():
+        dist.destroy_process_group()
+
+
+def wrap_ddp(model: torch.nn.Module, device: torch.device, model_parallel: bool) -> torch.nn.Module:
+    """Wrap in DistributedDataParallel (device_ids only for a single-device CUDA module)."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    if device.type == "cuda" and not model_parallel:
+        return DDP(model, device_ids=[device.index], output_device=device.index)
+    return DDP(model, device_ids=None)
+
+
+def convert_sync_bn(model: torch.nn.Module) -> torch.nn.Module:
+    """Replace BatchNorm layers by SyncBatchNorm (CUDA + process group only)."""
+    return torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)

@@ -1,0 +1,63 @@
+"""Distributed-aware evaluation: each rank decodes its shard, counts are summed with all_reduce."""
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import torch
+
+from crnn.charset import Charset
+from crnn.decode import decode
+from crnn.engine.distributed import all_reduce_sum
+from crnn.metrics import RecognitionMetrics
+
+
+@dataclass
+class EvalResult:
+    """Summed metrics of one dataset plus a few examples from rank 0."""
+
+    metrics: dict
+    images_per_s: float
+    examples: list[tuple[str, str]] = field(default_factory=list)  # (label, prediction)
+    errors: list = field(default_factory=list)  # worst errors seen on this rank
+    sample_images: torch.Tensor | None = None  # [N, C, H, W] of the first batch, for TensorBoard
+
+
+def autocast_context(device: torch.device, amp: str) -> contextlib.AbstractContextManager:
+    """Autocast for ``amp`` in {off, bf16, fp16}; fp16 only on CUDA."""
+    if amp == "off" or (amp == "fp16" and device.type != "cuda"):
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if amp == "bf16" else torch.float16
+    return torch.autocast(device.type, dtype=dtype)
+
+
+@torch.inference_mode()
+def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device: torch.device, *,
+             protocol: str = "alnum-insensitive", decoder: str = "greedy", amp: str = "off",
+             keep_errors: int = 0, max_examples: int = 8, beam_width: int = 10) -> EvalResult:
+    """Run ``model`` over ``loader`` (batches with .images and .labels) and return metrics summed over ranks."""
+    was_training = model.training
+    model.eval()
+    metrics = RecognitionMetrics(protocol=protocol, keep_errors=keep_errors)
+    examples: list[tuple[str, str]] = []
+    first_images = None
+    n_images, t0 = 0, time.perf_counter()
+    for batch in loader:
+        images = batch.images.to(device, non_blocking=True)
+        with autocast_context(device, amp):
+            logits = model(images)  # (B, T, K)
+        kw = {"beam_width": beam_width} if decoder == "beam" else {}
+        preds = [text for text, _ in decode(logits.float(), charset, method=decoder, **kw)]
+        metrics.update(preds, list(batch.labels))
+        n_images += len(preds)
+        if len(examples) < max_examples:
+            examples.extend(zip(batch.labels, preds))
+            first_images = images[:max_examples].float().cpu() if first_images is None else first_images
+    elapsed = time.perf_counter() - t0
+    state = all_reduce_sum(metrics.state_tensor().to(device)).cpu()
+    total = RecognitionMetrics.from_state_tensor(state, protocol=protocol)
+    model.train(was_training)
+    return EvalResult(total.compute(), n_images / max(elapsed, 1e-9), examples[:max_examples],
+                      getattr(metrics, "errors", []), first_images)
