@@ -36,8 +36,9 @@ def test_round_trip_layout(tmp_path):
     assert os.listdir(tmp_path) == ["a.lmdb"]  # no temp dir left behind
 
 
-def test_generator_and_empty(tmp_path):
-    assert write_lmdb((s for s in _samples(5)), tmp_path / "g", commit_every=1) == 5
+def test_generator_empty_and_parent_dirs(tmp_path):
+    assert write_lmdb((s for s in _samples(5)), tmp_path / "new" / "dir" / "g", commit_every=1) == 5
+    assert _read_all(tmp_path / "new" / "dir" / "g")[b"num-samples"] == b"5"
     assert write_lmdb(iter([]), tmp_path / "e") == 0
     assert _read_all(tmp_path / "e") == {b"num-samples": b"0"}
 

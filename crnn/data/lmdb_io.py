@@ -10,6 +10,7 @@ import logging
 import os
 import shutil
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from itertools import islice
 
 import lmdb
@@ -37,6 +38,58 @@ def open_readonly(path: str | os.PathLike) -> lmdb.Environment:
                      max_readers=1, subdir=True)
 
 
+class ReaderRegistry:
+    """Read-only environments of the current process, one per LMDB directory.
+
+    LMDB (and py-lmdb, which enforces it) forbids opening one environment twice in a process,
+    and a forked child inherits its parent's handles. So every dataset reading the same path
+    shares one handle, and after a fork the child closes the inherited handles (that only
+    unmaps them in the child) before opening its own.
+    """
+
+    def __init__(self) -> None:
+        self._pid = os.getpid()
+        self._envs: dict[str, lmdb.Environment] = {}
+
+    def get(self, path: str | os.PathLike) -> lmdb.Environment:
+        """This process's environment for ``path``, opened on first use."""
+        self._drop_inherited()
+        key = os.path.realpath(path)
+        env = self._envs.get(key)
+        if env is None:
+            env = self._envs[key] = open_readonly(key)
+        return env
+
+    @contextmanager
+    def borrow(self, path: str | os.PathLike) -> Iterator[lmdb.Environment]:
+        """The shared environment if this process has one, else a temporary one closed afterwards."""
+        self._drop_inherited()
+        env = self._envs.get(os.path.realpath(path))
+        if env is not None:
+            yield env
+            return
+        env = open_readonly(path)
+        try:
+            yield env
+        finally:
+            env.close()
+
+    def _drop_inherited(self) -> None:
+        """After a fork, close the parent's handles in this process and start empty."""
+        if self._pid == os.getpid():
+            return
+        for env in self._envs.values():
+            try:
+                env.close()
+            except lmdb.Error:
+                pass
+        self._envs, self._pid = {}, os.getpid()
+
+
+# Process-wide on purpose (see ReaderRegistry): a per-dataset handle cannot be made safe.
+READERS = ReaderRegistry()
+
+
 def write_lmdb(samples: Iterable[tuple[bytes, str]], out: str | os.PathLike, *, commit_every: int = 1000,
                progress: bool = False, overwrite: bool = False, total: int | None = None,
                map_size: int = INITIAL_MAP_SIZE) -> int:
@@ -50,6 +103,7 @@ def write_lmdb(samples: Iterable[tuple[bytes, str]], out: str | os.PathLike, *, 
         raise ValueError(f"commit_every must be >= 1, got {commit_every}")
     if os.path.lexists(out) and not overwrite:
         raise FileExistsError(f"{out} already exists; choose another output path or pass overwrite=True (--overwrite)")
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     tmp = f"{out}.tmp-{os.getpid()}"
     if os.path.lexists(tmp):
         _remove(tmp)

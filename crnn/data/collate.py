@@ -1,0 +1,84 @@
+"""Batching: stack (and right-pad) images, encode targets, skip and count undecodable samples."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+from crnn.charset import Charset
+
+
+@dataclass
+class Batch:
+    """One batch. ``targets`` are concatenated class ids (empty without a charset).
+
+    ``widths`` are the image widths before right-padding; ``num_skipped`` counts samples of
+    this batch whose image could not be decoded (they are not in the batch). ``len(batch)``
+    can be 0 when every sample was skipped.
+    """
+
+    images: torch.Tensor  # (B, C, H, W) float32
+    targets: torch.Tensor  # (sum(target_lengths),) int64
+    target_lengths: torch.Tensor  # (B,) int64
+    labels: list[str]
+    widths: torch.Tensor  # (B,) int64
+    num_skipped: int = 0
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def pin_memory(self) -> "Batch":
+        """Page-locked copy of the tensors (called by DataLoader when ``pin_memory=True``)."""
+        return replace(self, images=self.images.pin_memory(), targets=self.targets.pin_memory(),
+                       target_lengths=self.target_lengths.pin_memory(), widths=self.widths.pin_memory())
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> "Batch":
+        """Copy of the batch with its tensors on ``device``."""
+        def move(t: torch.Tensor) -> torch.Tensor:
+            return t.to(device, non_blocking=non_blocking)
+        return replace(self, images=move(self.images), targets=move(self.targets),
+                       target_lengths=move(self.target_lengths), widths=move(self.widths))
+
+
+class Collate:
+    """Turn a list of ``(image, label)`` into a :class:`Batch`.
+
+    Images are right-padded with ``pad_value`` (0 = mid-grey after normalisation) to the batch's
+    widest image rounded up to a multiple of ``width_multiple``. Samples whose image is ``None``
+    are dropped and counted. ``empty_shape`` ``(C, H, W)`` shapes the images of an all-skipped batch.
+    """
+
+    def __init__(self, charset: Charset | None = None, *, pad_value: float = 0.0, width_multiple: int = 4,
+                 empty_shape: tuple[int, int, int] = (1, 32, 100)) -> None:
+        if width_multiple < 1:
+            raise ValueError(f"width_multiple must be >= 1, got {width_multiple}")
+        self.charset = charset
+        self.pad_value = pad_value
+        self.width_multiple = width_multiple
+        self.empty_shape = empty_shape
+
+    def __call__(self, samples: Sequence[tuple[Any, str]]) -> Batch:
+        kept = [(img, label) for img, label in samples if img is not None]
+        labels = [label for _, label in kept]
+        images = self._stack([img for img, _ in kept])
+        widths = torch.tensor([img.shape[-1] for img, _ in kept], dtype=torch.long)
+        if self.charset is not None and labels:
+            targets, lengths = self.charset.encode(labels)
+        else:
+            targets = torch.zeros(0, dtype=torch.long)
+            lengths = torch.zeros(len(labels), dtype=torch.long)
+        return Batch(images, targets, lengths, labels, widths, num_skipped=len(samples) - len(kept))
+
+    def _stack(self, images: list[torch.Tensor]) -> torch.Tensor:
+        """``[(C, H, W_i)]`` -> ``(B, C, H, W)``, right-padded to a multiple of ``width_multiple``."""
+        if not images:
+            return torch.zeros((0, *self.empty_shape))
+        c, h = images[0].shape[:2]
+        m = self.width_multiple
+        width = -(-max(img.shape[-1] for img in images) // m) * m
+        out = torch.full((len(images), c, h, width), self.pad_value, dtype=images[0].dtype)  # (B, C, H, W)
+        for i, img in enumerate(images):
+            out[i, :, :, : img.shape[-1]] = img
+        return out

@@ -1,0 +1,114 @@
+"""Train and eval data loaders built from dataset paths."""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+from crnn.charset import Charset
+from crnn.data.collate import Batch, Collate
+from crnn.data.datasets import ConcatTextDataset, DatasetError, open_dataset
+from crnn.data.samplers import RatioBatchSampler, ShardSampler
+from crnn.data.transforms import ResizeNormalize
+
+log = logging.getLogger(__name__)
+
+
+class TrainLoader:
+    """A training DataLoader that yields :class:`Batch` and reshuffles via :meth:`set_epoch`."""
+
+    def __init__(self, loader: DataLoader, sampler: DistributedSampler | RatioBatchSampler) -> None:
+        self.loader = loader
+        self.sampler = sampler
+
+    @property
+    def dataset(self) -> Dataset:
+        """The (concatenated) training dataset."""
+        return self.loader.dataset
+
+    def set_epoch(self, epoch: int) -> None:
+        """Select the epoch's shuffle; call before iterating each epoch."""
+        self.sampler.set_epoch(epoch)
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __iter__(self) -> Iterator[Batch]:
+        return iter(self.loader)
+
+
+def make_transform(*, height: int, width: int, keep_ratio: bool, max_width: int, channels: int,
+                   augment: bool = False) -> ResizeNormalize:
+    """The image transform shared by training and evaluation."""
+    return ResizeNormalize(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
+                           channels=channels, augment=augment)
+
+
+def make_collate(charset: Charset | None, *, height: int, width: int, keep_ratio: bool, channels: int) -> Collate:
+    """Collate that pads keep-ratio batches to a multiple of 4 pixels."""
+    return Collate(charset, width_multiple=4 if keep_ratio else 1, empty_shape=(channels, height, width))
+
+
+def build_train_loader(sources: Sequence[dict[str, Any]], charset: Charset, *, height: int, width: int,
+                       keep_ratio: bool, max_width: int, channels: int, batch_size: int, num_workers: int,
+                       max_label_length: int | None, augment: bool, seed: int, rank: int = 0,
+                       world_size: int = 1) -> TrainLoader:
+    """Training loader over ``sources`` (``{"path", "ratio"}``): shuffled, sharded by rank, drop_last."""
+    if not sources:
+        raise DatasetError("no training sources given; set data.train to at least one dataset path")
+    transform = make_transform(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
+                               channels=channels, augment=augment)
+    parts = [open_dataset(s["path"], charset, max_label_length, transform) for s in sources]
+    for src, part in zip(sources, parts):
+        if len(part) == 0:
+            raise DatasetError(f"{src['path']}: no usable samples after label filtering "
+                               f"(dropped: {getattr(part, 'dropped', {})}); check the charset and max_label_length")
+    dataset = ConcatTextDataset(parts)
+    ratios = _ratios(sources)
+    common: dict[str, Any] = dict(
+        num_workers=num_workers, collate_fn=make_collate(charset, height=height, width=width,
+                                                         keep_ratio=keep_ratio, channels=channels),
+        pin_memory=torch.cuda.is_available(), persistent_workers=num_workers > 0,
+        generator=torch.Generator().manual_seed(seed + rank))
+    if ratios is None:
+        sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=seed,
+                                     drop_last=True)
+        if len(sampler) < batch_size:
+            raise DatasetError(f"{len(dataset)} training samples are too few for one batch of {batch_size} "
+                               f"per rank on {world_size} ranks; lower the batch size or add data")
+        loader = DataLoader(dataset, batch_size=batch_size, sampler=sampler, drop_last=True, **common)
+    else:
+        sampler = RatioBatchSampler([len(p) for p in parts], ratios, batch_size, seed=seed, rank=rank,
+                                    world_size=world_size)
+        loader = DataLoader(dataset, batch_sampler=sampler, **common)
+    log.info("train data: %d samples from %d source(s), %d batches of %d per epoch on rank %d",
+             len(dataset), len(parts), len(loader), batch_size, rank)
+    return TrainLoader(loader, sampler)
+
+
+def build_eval_loader(path: str, *, height: int, width: int, keep_ratio: bool, max_width: int, channels: int,
+                      batch_size: int, num_workers: int, rank: int = 0, world_size: int = 1) -> DataLoader:
+    """Eval loader with raw labels; rank ``r`` reads a disjoint contiguous shard (no padding, no duplicates)."""
+    transform = make_transform(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
+                               channels=channels)
+    dataset = open_dataset(path, charset=None, transform=transform)
+    return DataLoader(dataset, batch_size=batch_size, sampler=ShardSampler(len(dataset), rank, world_size),
+                      num_workers=num_workers, drop_last=False, pin_memory=torch.cuda.is_available(),
+                      collate_fn=make_collate(None, height=height, width=width, keep_ratio=keep_ratio,
+                                              channels=channels))
+
+
+def _ratios(sources: Sequence[dict[str, Any]]) -> list[float] | None:
+    """The sources' ratios, or ``None`` when none is set; a partial set is an error."""
+    ratios = [s.get("ratio") for s in sources]
+    if all(r is None for r in ratios):
+        return None
+    if any(r is None for r in ratios):
+        missing = [s["path"] for s in sources if s.get("ratio") is None]
+        raise DatasetError(f"either every training source has a ratio or none does; missing for {missing}")
+    if any(float(r) <= 0 for r in ratios):
+        raise DatasetError(f"training source ratios must be > 0, got {ratios}")
+    return [float(r) for r in ratios]
