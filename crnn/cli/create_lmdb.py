@@ -1,0 +1,58 @@
+"""crnn-create-lmdb: image folder + gt.txt -> LMDB, reporting every bad line."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from crnn.data.builder import BuildAborted, build_lmdb
+from crnn.data.datasets import DatasetError
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Command-line options."""
+    p = argparse.ArgumentParser(
+        prog="crnn-create-lmdb",
+        description="Validate word crops listed in gt.txt ('relative/path<TAB>label' per line) and write the good "
+                    "ones to an LMDB. Bad lines are printed as gt.txt:LINE: reason; exit status 1 if any.")
+    p.add_argument("--images", required=True, help="folder that the gt.txt image paths are relative to")
+    p.add_argument("--gt", help="ground-truth file (default: IMAGES/gt.txt)")
+    p.add_argument("--out", help="output LMDB folder (required unless --check)")
+    p.add_argument("--check", action="store_true", help="only validate; write nothing")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    p.add_argument("--strict", action="store_true", help="write nothing if any line is bad")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+    if not args.check and not args.out:
+        p.error("--out is required unless --check is given")
+    args.gt = args.gt or os.path.join(args.images, "gt.txt")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns 0 when every line was good, 1 when some were bad, 2 on errors."""
+    args = parse_args(argv)
+    try:
+        report = build_lmdb(args.images, args.gt, None if args.check else args.out, overwrite=args.overwrite,
+                            strict=args.strict, progress=not args.quiet)
+    except BuildAborted as e:
+        _print_bad(e.report.bad_lines())
+        print(f"crnn-create-lmdb: {e}", file=sys.stderr)
+        return 1
+    except (DatasetError, FileExistsError, OSError) as e:
+        print(f"crnn-create-lmdb: error: {e}", file=sys.stderr)
+        return 2
+    _print_bad(report.bad_lines())
+    where = "" if args.check else f" -> {args.out}"
+    print(f"{report.summary()}{where}")
+    return 1 if report.bad else 0
+
+
+def _print_bad(lines: list[str]) -> None:
+    """Print each bad line on stderr."""
+    for line in lines:
+        print(line, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
