@@ -22,6 +22,7 @@ class ModelConfig:
     variant: str = "vgg_small"  # vgg | vgg_small | resnet18
     in_channels: int = 1  # 1 = grayscale, 3 = RGB
     hidden: int = 0  # LSTM hidden size; 0 = the variant's default
+    batch_norm: bool = True  # false: a BN-free network (batch-size independent; used by equivalence tests)
     charset: str = "alnum36"  # digits | alnum36 | printable94 | a file path | the characters themselves
     lowercase: bool | None = None  # fold labels to lower case; None = when the charset has no upper case
     unknown: str = "reject"  # characters outside the charset: reject the sample | drop the character
@@ -64,13 +65,14 @@ class TrainConfig:
     channels_last: bool = False
     compile: bool = False
     threads: int = 0  # torch intra-op threads per process; 0 = leave the default
-    optimizer: str = "adam"  # adam | adamw | adadelta
+    optimizer: str = "adam"  # adam | adamw | adadelta | sgd (momentum 0.9)
     lr: float = 1e-3
     weight_decay: float = 0.0
     schedule: str = "cosine"  # cosine | onecycle | constant
     warmup_steps: int = 200
     min_lr_ratio: float = 0.01
     steps: int = 1000  # optimizer steps in total
+    stop_after: int = 0  # >0: stop (saving last.pt) after this many steps in this invocation; resume continues
     grad_clip: float = 5.0  # 0 = off
     accum_steps: int = 1
     seed: int = 0
@@ -101,7 +103,7 @@ CHOICES = {
     "train.parallel": ("auto", "none", "dp"),
     "train.backend": ("auto", "nccl", "gloo"),
     "train.amp": ("off", "fp16", "bf16"),
-    "train.optimizer": ("adam", "adamw", "adadelta"),
+    "train.optimizer": ("adam", "adamw", "adadelta", "sgd"),
     "train.schedule": ("cosine", "onecycle", "constant"),
     "train.protocol": ("exact", "alnum-insensitive"),
     "train.decoder": ("greedy", "beam"),

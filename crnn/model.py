@@ -31,6 +31,7 @@ VGG_SPECS = {
 
 
 def _conv(cin: int, cout: int, k: int = 3, p: int = 1, bn: bool = False) -> list[nn.Module]:
+    """Conv (+ BatchNorm) + ReLU."""
     layers: list[nn.Module] = [nn.Conv2d(cin, cout, k, 1, p, bias=not bn)]
     if bn:
         layers.append(nn.BatchNorm2d(cout))
@@ -38,24 +39,25 @@ def _conv(cin: int, cout: int, k: int = 3, p: int = 1, bn: bool = False) -> list
     return layers
 
 
-def vgg_backbone(in_channels: int, ch: tuple[int, ...]) -> nn.Sequential:
+def vgg_backbone(in_channels: int, ch: tuple[int, ...], batch_norm: bool = True) -> nn.Sequential:
     """The paper's 7-conv CNN: BN on conv 3/5/7, 2x2 pools then (2,1)-stride pools; H 32 -> 1, W -> W/4 + 1."""
+    bn = batch_norm
     return nn.Sequential(
         *_conv(in_channels, ch[0]), nn.MaxPool2d(2, 2),  # [B, c0, 16, W/2]
         *_conv(ch[0], ch[1]), nn.MaxPool2d(2, 2),  # [B, c1, 8, W/4]
-        *_conv(ch[1], ch[2], bn=True),
+        *_conv(ch[1], ch[2], bn=bn),
         *_conv(ch[2], ch[3]), nn.MaxPool2d((2, 2), (2, 1), (0, 1)),  # [B, c3, 4, W/4+1]
-        *_conv(ch[3], ch[4], bn=True),
+        *_conv(ch[3], ch[4], bn=bn),
         *_conv(ch[4], ch[5]), nn.MaxPool2d((2, 2), (2, 1), (0, 1)),  # [B, c5, 2, W/4+2]
-        *_conv(ch[5], ch[6], k=2, p=0, bn=True),  # [B, c6, 1, W/4+1]
+        *_conv(ch[5], ch[6], k=2, p=0, bn=bn),  # [B, c6, 1, W/4+1]
     )
 
 
-def resnet18_backbone(in_channels: int) -> nn.Sequential:
+def resnet18_backbone(in_channels: int, batch_norm: bool = True) -> nn.Sequential:
     """torchvision ResNet-18 with layers 2-4 striding only in height, so T = ceil(ceil(W/2)/2) ~ W/4."""
     from torchvision.models import resnet18
 
-    net = resnet18(weights=None)
+    net = resnet18(weights=None, norm_layer=None if batch_norm else (lambda c: nn.Identity()))
     if in_channels != 3:
         net.conv1 = nn.Conv2d(in_channels, 64, 7, 2, 3, bias=False)
     for layer in (net.layer2, net.layer3, net.layer4):
@@ -79,15 +81,15 @@ def _resnet_length(width: int) -> int:
 class Variant:
     """How to build one named model variant."""
 
-    backbone: Callable[[int], nn.Module]
+    backbone: Callable[[int, bool], nn.Module]
     feat_channels: int
     hidden: int
     length: Callable[[int], int]
 
 
 VARIANTS: dict[str, Variant] = {
-    "vgg": Variant(lambda c: vgg_backbone(c, VGG_SPECS["vgg"].channels), 512, 256, _vgg_length),
-    "vgg_small": Variant(lambda c: vgg_backbone(c, VGG_SPECS["vgg_small"].channels), 256, 128, _vgg_length),
+    "vgg": Variant(lambda c, bn: vgg_backbone(c, VGG_SPECS["vgg"].channels, bn), 512, 256, _vgg_length),
+    "vgg_small": Variant(lambda c, bn: vgg_backbone(c, VGG_SPECS["vgg_small"].channels, bn), 256, 128, _vgg_length),
     "resnet18": Variant(resnet18_backbone, 512, 256, _resnet_length),
 }
 
@@ -110,7 +112,8 @@ class BiLSTM(nn.Module):
 class CRNN(nn.Module):
     """CRNN returning batch-first logits ``[B, T, num_classes]`` (blank = class 0)."""
 
-    def __init__(self, variant: str, in_channels: int, num_classes: int, hidden: int | None = None) -> None:
+    def __init__(self, variant: str, in_channels: int, num_classes: int, hidden: int | None = None,
+                 batch_norm: bool = True) -> None:
         super().__init__()
         if variant not in VARIANTS:
             raise ValueError(f"unknown model variant {variant!r}; choose one of {sorted(VARIANTS)}")
@@ -121,7 +124,8 @@ class CRNN(nn.Module):
         self.in_channels = in_channels
         self.num_classes = num_classes
         self.hidden = hidden or spec.hidden
-        self.cnn = spec.backbone(in_channels)
+        self.batch_norm = batch_norm
+        self.cnn = spec.backbone(in_channels, batch_norm)
         self.rnn1 = BiLSTM(spec.feat_channels, self.hidden, self.hidden)
         self.rnn2 = nn.LSTM(self.hidden, self.hidden, bidirectional=True, batch_first=True)
         self.head = nn.Linear(2 * self.hidden, num_classes)
@@ -158,9 +162,10 @@ class CRNN(nn.Module):
         return self
 
 
-def build_model(variant: str, in_channels: int, num_classes: int, hidden: int | None = None) -> CRNN:
-    """Build a named CRNN variant (``vgg``, ``vgg_small``, ``resnet18``)."""
-    return CRNN(variant, in_channels, num_classes, hidden)
+def build_model(variant: str, in_channels: int, num_classes: int, hidden: int | None = None,
+                batch_norm: bool = True) -> CRNN:
+    """Build a named CRNN variant (``vgg``, ``vgg_small``, ``resnet18``); ``batch_norm=False`` drops every BN layer."""
+    return CRNN(variant, in_channels, num_classes, hidden, batch_norm)
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -129,7 +129,7 @@ def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
 def build_training_model(cfg: Config, charset: Charset, rt: Runtime) -> tuple[nn.Module, nn.Module]:
     """Return (model as trained — possibly wrapped, the bare model)."""
     m, t = cfg.model, cfg.train
-    model = build_model(m.variant, m.in_channels, charset.num_classes, m.hidden or None)
+    model = build_model(m.variant, m.in_channels, charset.num_classes, m.hidden or None, m.batch_norm)
     if t.init_weights:
         ck = load_checkpoint(t.init_weights)
         load_model_weights(model, ck.model_state, strict=True)
@@ -166,6 +166,8 @@ def build_optimizer(cfg: Config, model: nn.Module) -> torch.optim.Optimizer:
         return torch.optim.Adam(params, lr=t.lr, weight_decay=t.weight_decay)
     if t.optimizer == "adamw":
         return torch.optim.AdamW(params, lr=t.lr, weight_decay=t.weight_decay)
+    if t.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=t.lr, momentum=0.9, weight_decay=t.weight_decay)
     return torch.optim.Adadelta(params, lr=t.lr, rho=0.9, weight_decay=t.weight_decay)
 
 
@@ -460,12 +462,12 @@ def _fit(cfg: Config, rt: Runtime) -> dict:
     tb = open_tensorboard(cfg, rt)
     try:
         with StopFlag() as stop:
-            _loop(cfg, rt, model, bare, charset, train_loader, vals, opt, sched, scaler, st, tb, stop)
+            ended = _loop(cfg, rt, model, bare, charset, train_loader, vals, opt, sched, scaler, st, tb, stop)
     finally:
         if tb is not None:
             tb.close()
-    return {"step": st.step, "best_metric": st.best_metric, "output_dir": str(out),
-            "interrupted": st.step < t.steps, "images_seen": st.images_seen}
+    return {"step": st.step, "best_metric": st.best_metric, "output_dir": str(out), "ended": ended,
+            "interrupted": ended == "signal", "images_seen": st.images_seen}
 
 
 def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt: Runtime) -> None:
@@ -474,7 +476,8 @@ def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt
     D.barrier()
 
 
-def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: TrainState, tb, stop) -> None:
+def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: TrainState, tb, stop) -> str:
+    """The step loop; returns why it ended: "done", "signal" (SIGINT/SIGTERM) or "stop_after"."""
     t = cfg.train
     if len(loader) == 0:
         raise TrainingError(f"the training data gives no full batch of {cfg.data.batch_size} "
@@ -508,12 +511,14 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
                 nonfinite_run = 0
                 meter.add(loss, n_img)
             _periodic(cfg, rt, model, charset, vals, st, tb, meter, t_start, step0, opt, save)
-            stopping = D.any_rank(stop.signum is not None)
-            if stopping:
+            time_boxed = t.stop_after > 0 and st.step - step0 >= t.stop_after and st.step < t.steps
+            signalled = D.any_rank(stop.signum is not None)
+            if signalled or time_boxed:
                 save("last.pt")
-                log.warning("stopped at step %d; continue with train.resume=auto (or train.resume=%s)",
-                            st.step, Path(t.output_dir) / "last.pt")
-                return
+                log.warning("stopped at step %d/%d (%s); continue with train.resume=auto (or train.resume=%s)",
+                            st.step, t.steps, "signal" if signalled else "train.stop_after",
+                            Path(t.output_dir) / "last.pt")
+                return "signal" if signalled else "stop_after"
             if st.step >= t.steps:
                 break
         else:
@@ -527,6 +532,7 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
     if rt.main:
         log.info("done: %d steps, %d images, %.1f min; checkpoints in %s", st.step, st.images_seen,
                  (time.perf_counter() - t_start) / 60, t.output_dir)
+    return "done"
 
 
 def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t_start, step0, opt, save) -> None:

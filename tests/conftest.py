@@ -1,0 +1,52 @@
+"""Shared fixtures: tiny LMDBs of rendered words, made without the synthetic generator."""
+from __future__ import annotations
+
+import io
+import random
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+
+
+def render_png(text: str, height: int = 32) -> bytes:
+    """Black text on white, encoded as PNG bytes."""
+    try:
+        font = ImageFont.truetype(DEJAVU, 24)
+    except OSError:
+        font = ImageFont.load_default()
+    w = max(16, int(font.getlength(text)) + 8)
+    img = Image.new("L", (w, height), 255)
+    ImageDraw.Draw(img).text((4, 2), text, fill=0, font=font)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def random_words(n: int, seed: int = 0, alphabet: str = "abcdefghijklmnopqrstuvwxyz0123456789") -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(2, 7))) for _ in range(n)]
+
+
+def make_lmdb(path: Path, labels: list[str]) -> Path:
+    """Write an LMDB of rendered labels with the product's writer."""
+    from crnn.data.lmdb_io import write_lmdb
+
+    write_lmdb(((render_png(t), t) for t in labels), path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def words_lmdb(tmp_path_factory) -> Path:
+    """64 rendered random words (alnum36)."""
+    return make_lmdb(tmp_path_factory.mktemp("data") / "words.lmdb", random_words(64))
+
+
+@pytest.fixture(scope="session")
+def val_lmdb(tmp_path_factory) -> Path:
+    """16 rendered random words for validation."""
+    return make_lmdb(tmp_path_factory.mktemp("val") / "val.lmdb", random_words(16, seed=1))

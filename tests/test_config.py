@@ -1,0 +1,71 @@
+import pytest
+
+from crnn.config import Config, ConfigError, config_from_dict, config_to_dict, load_config
+
+REPO_CONFIGS = ["configs/smoke.yaml", "configs/synth_cpu.yaml", "configs/crnn_paper.yaml"]
+
+
+@pytest.mark.parametrize("name", REPO_CONFIGS)
+def test_repo_configs_load(name):
+    from tests.conftest import REPO
+
+    cfg = load_config(REPO / name)
+    assert isinstance(cfg, Config)
+
+
+def test_overrides_parse_types():
+    cfg = load_config(None, ["train.lr=3e-4", "data.batch_size=64", "train.amp=bf16", "model.charset=0123",
+                             "data.train=[{path: a, ratio: 0.5}, {path: b, ratio: 0.5}]", "train.device_ids=[0,1]",
+                             "data.keep_ratio=true"])
+    assert cfg.train.lr == pytest.approx(3e-4) and isinstance(cfg.train.lr, float)
+    assert cfg.data.batch_size == 64
+    assert cfg.model.charset == "0123"
+    assert cfg.data.train[1] == {"path": "b", "ratio": 0.5}
+    assert cfg.train.device_ids == [0, 1]
+    assert cfg.data.keep_ratio is True
+
+
+@pytest.mark.parametrize("override,msg", [
+    ("train.lrr=1", "unknown config key train.lrr"),
+    ("optim.lr=1", "unknown config key 'optim.lr'"),
+    ("data.batch_size=abc", "data.batch_size: expected an integer"),
+    ("data.batch_size=1.5", "data.batch_size: expected an integer"),
+    ("data.keep_ratio=maybe", "data.keep_ratio: expected true/false"),
+    ("train.amp=fp8", "train.amp: 'fp8' is not one of"),
+    ("train.lr", "must look like section.key=value"),
+    ("data.batch_size=0", "data.batch_size: must be positive"),
+])
+def test_bad_overrides_name_the_key(override, msg):
+    with pytest.raises(ConfigError, match=msg.replace("[", r"\[").replace("(", r"\(")):
+        load_config(None, [override])
+
+
+def test_unknown_key_in_yaml_names_file_and_key(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("train:\n  stpes: 10\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml: unknown config key train.stpes"):
+        load_config(p)
+    p.write_text("trian:\n  steps: 10\n")
+    with pytest.raises(ConfigError, match="unknown config section 'trian'"):
+        load_config(p)
+
+
+def test_missing_file():
+    with pytest.raises(ConfigError, match="not found"):
+        load_config("nope.yaml")
+
+
+def test_dict_roundtrip_is_plain_data():
+    cfg = load_config(None, ["train.steps=7"])
+    d = config_to_dict(cfg)
+    assert config_from_dict(d) == cfg
+    assert d["train"]["steps"] == 7
+
+
+def test_print_config_cli(capsys):
+    from crnn.cli.train import main
+
+    assert main(["--print-config", "train.steps=3"]) == 0
+    assert "steps: 3" in capsys.readouterr().out
+    assert main(["train.nope=3"]) == 2
+    assert "unknown config key train.nope" in capsys.readouterr().err
