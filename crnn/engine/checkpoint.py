@@ -16,6 +16,8 @@ from __future__ import annotations
 import collections
 import os
 import pickle
+import pickletools
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,7 +194,7 @@ def _torch_load(path: Path) -> Any:
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
-        if "weights only load failed" in str(e).lower():
+        if "weights only load failed" in str(e).lower() and _parses_as_pickle(path):
             raise CheckpointError(
                 f"{path} contains pickled Python objects; refusing to load it with weights_only=True (it could run "
                 "arbitrary code) — if you trust it, re-save it as a plain state dict: "
@@ -203,6 +205,21 @@ def _torch_load(path: Path) -> Any:
         raise CheckpointError(f"weights file {path} is not readable (permission denied)") from None
     except Exception:  # zip/EOF/Key/Runtime errors from a damaged file
         raise CheckpointError(f"{path} is not a readable checkpoint (truncated or corrupt?)") from None
+
+
+def _parses_as_pickle(path: Path) -> bool:
+    """Whether the file's pickle stream is well formed: scanned with pickletools, nothing is executed."""
+    try:
+        if zipfile.is_zipfile(path):  # torch.save's format: the pickle is the archive's data.pkl
+            with zipfile.ZipFile(path) as zf:
+                data = zf.read(next(n for n in zf.namelist() if n.endswith("data.pkl")))
+        else:
+            data = path.read_bytes()
+        for _ in pickletools.genops(data):
+            pass
+        return True
+    except Exception:  # any parse failure means damaged bytes, not a foreign object
+        return False
 
 
 def _is_state_dict(obj: Any) -> bool:
