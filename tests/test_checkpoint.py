@@ -77,7 +77,10 @@ class WritesMarker:
 
 
 # ---------------------------------------------------------------------------------------------- keys
-@pytest.mark.parametrize("prefix", ["", "module.", "_orig_mod.", "module._orig_mod.", "_orig_mod.module.", "module.module."])
+PREFIXES = ["", "module.", "_orig_mod.", "module._orig_mod.", "_orig_mod.module.", "module.module."]
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
 def test_clean_state_dict_strips_whole_leading_prefixes(prefix):
     plain = {"cnn.0.weight": torch.ones(2), "head.bias": torch.zeros(3)}
     sd = add_prefix(plain, prefix)
@@ -354,6 +357,7 @@ def test_weights_only_half_loads_into_float32_model(tmp_path):
     rebuilt, _, _ = build_from_checkpoint(load_checkpoint(tmp_path / "w16.pt"))
     assert all(p.dtype == torch.float32 for p in rebuilt.parameters())
     rounded = make_model(seed=1)
-    rounded.load_state_dict({k: v.half().float() if v.is_floating_point() else v for k, v in model.state_dict().items()})
+    rounded.load_state_dict({k: v.half().float() if v.is_floating_point() else v
+                             for k, v in model.state_dict().items()})
     assert torch.equal(rebuilt(images()), rounded(images()))
     assert not torch.equal(rebuilt(images()), model(images()))  # fp16 really rounded something

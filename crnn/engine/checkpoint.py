@@ -130,7 +130,7 @@ def _check_plain(obj: Any, where: str) -> None:
     """Raise CheckpointError naming the key path of anything that is not plain data (no pickled objects)."""
     if isinstance(obj, torch.Tensor):
         if type(obj) not in (torch.Tensor, nn.Parameter):
-            raise CheckpointError(f"checkpoint entry {where} is a tensor subclass {type(obj).__name__}; save a plain tensor")
+            raise CheckpointError(f"checkpoint entry {where} is a {type(obj).__name__} tensor; save a plain tensor")
         return
     if type(obj) in _PLAIN_SCALARS:
         return
