@@ -1,0 +1,518 @@
+"""Synthetic scene-text word images: train out of the box, read real photos of words.
+
+Each sample is drawn from its own RNG, seeded by ``(seed, index)``, so a data set is the same
+whatever the number of workers. The pipeline, per word:
+
+1. text (:mod:`crnn.data.words`) and a font that really draws every character of it;
+2. text masks: fill, outline stroke, shadow or 3-D extrusion, with letter-spacing variation;
+3. geometry: rotation, shear, perspective, curved baselines;
+4. a loose or tight crop (sometimes cutting the text a little), neighbouring text and sign edges;
+5. colours with varied contrast over flat, gradient, textured or cluttered backgrounds;
+6. camera effects: lighting, low resolution, blur, motion blur, noise, JPEG artefacts.
+"""
+from __future__ import annotations
+
+import io
+import math
+import multiprocessing
+import os
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFilter, ImageFont
+
+from crnn.data.fonts import FontInfo, NoFontsError, find_fonts, font_picker, load_font
+from crnn.data.words import sample_text, text_label
+
+__all__ = [
+    "SynthOptions", "SynthDataset", "NoFontsError", "render_word", "sample_text", "text_label",
+    "make_sample", "generate_lmdb", "find_fonts",
+]
+
+
+@dataclass
+class SynthOptions:
+    """What to generate. ``charset``: a crnn.charset spec; labels are folded to it."""
+
+    height: int = 32
+    charset: str = "printable94"
+    max_len: int = 20
+    words: str | None = None  # word list path; None = the built-in English list
+    jpeg_quality: tuple[int, int] = (30, 95)
+    max_width: int = 0  # 0 = no limit; wider images are squeezed to this width
+
+    def __post_init__(self) -> None:
+        if self.height < 8:
+            raise ValueError(f"height must be >= 8, got {self.height}")
+        if self.max_len < 1:
+            raise ValueError(f"max_len must be >= 1, got {self.max_len}")
+
+
+# ---------------------------------------------------------------------------- text masks
+def _font(info: FontInfo, size: int) -> ImageFont.FreeTypeFont:
+    return load_font(info.path, size)
+
+
+def _text_masks(text: str, font: ImageFont.FreeTypeFont, spacing: float, stroke: int) -> tuple[np.ndarray, np.ndarray]:
+    """Draw ``text``; return (fill, outer) uint8 masks (H, W); outer includes the stroke."""
+    ascent, descent = font.getmetrics()
+    pad = stroke + 2 + int(abs(spacing))
+    if spacing == 0:
+        width = int(font.getlength(text)) + 2 * pad + ascent // 2
+    else:
+        width = int(sum(font.getlength(c) for c in text) + spacing * (len(text) - 1)) + 2 * pad + ascent // 2
+    size = (max(width, 4), ascent + descent + 2 * pad)
+    masks = []
+    for sw in ([0, stroke] if stroke else [0]):
+        im = Image.new("L", size, 0)
+        draw = ImageDraw.Draw(im)
+        if spacing == 0:
+            draw.text((pad, pad + ascent), text, fill=255, font=font, anchor="ls", stroke_width=sw, stroke_fill=255)
+        else:
+            x = float(pad)
+            for c in text:
+                draw.text((x, pad + ascent), c, fill=255, font=font, anchor="ls", stroke_width=sw, stroke_fill=255)
+                x += font.getlength(c) + spacing
+        masks.append(np.asarray(im))
+    return masks[0], masks[-1]
+
+
+def _shifted(mask: np.ndarray, dx: int, dy: int) -> np.ndarray:
+    """``mask`` moved by (dx, dy) pixels, same shape, zeros shifted in."""
+    out = np.zeros_like(mask)
+    h, w = mask.shape
+    out[max(dy, 0):h + min(dy, 0), max(dx, 0):w + min(dx, 0)] = mask[max(-dy, 0):h - max(dy, 0), max(-dx, 0):w - max(dx, 0)]
+    return out
+
+
+def _shadow_mask(outer: np.ndarray, rng: random.Random, fs: int) -> np.ndarray:
+    """A drop shadow (offset, maybe soft) or a 3-D extrusion (many small offsets)."""
+    ang = rng.uniform(0, 2 * math.pi)
+    if rng.random() < 0.5:  # extrusion
+        n = max(2, int(fs * rng.uniform(0.04, 0.12)))
+        acc = np.zeros_like(outer)
+        for k in range(1, n + 1):
+            np.maximum(acc, _shifted(outer, round(k * math.cos(ang)), round(k * math.sin(ang))), out=acc)
+        return acc
+    d = max(1, fs * rng.uniform(0.03, 0.1))
+    sh = _shifted(outer, round(d * math.cos(ang)), round(d * math.sin(ang)))
+    if rng.random() < 0.5:
+        sh = np.asarray(Image.fromarray(sh).filter(ImageFilter.GaussianBlur(rng.uniform(0.5, 2.0))))
+    return sh
+
+
+def _layers(text: str, info: FontInfo, fs: int, rng: random.Random) -> tuple[np.ndarray, dict[str, Any]]:
+    """Mask layers stacked (H, W, 3) = fill, outer (fill + stroke), shadow; and the style used."""
+    font = _font(info, fs)
+    r = rng.random()
+    spacing = 0.0 if r < 0.7 else fs * (0.02 + 0.5 * rng.random() ** 2 if r < 0.9 else rng.uniform(-0.08, 0.0))
+    stroke = max(1, round(fs * rng.uniform(0.03, 0.09))) if rng.random() < 0.18 else 0
+    fill, outer = _text_masks(text, font, spacing, stroke)
+    style = {"stroke": stroke > 0, "hollow": stroke > 0 and rng.random() < 0.25, "shadow": rng.random() < 0.15}
+    shadow = _shadow_mask(outer, rng, fs) if style["shadow"] else np.zeros_like(fill)
+    return np.dstack([fill, outer, shadow]), style
+
+
+# ---------------------------------------------------------------------------- geometry
+def _perspective_coeffs(src: np.ndarray, dst: np.ndarray) -> list[float]:
+    """Coefficients for PIL's PERSPECTIVE transform mapping output points ``dst`` to input ``src``."""
+    a = []
+    for (x, y), (u, v) in zip(dst, src):
+        a.append([x, y, 1, 0, 0, 0, -u * x, -u * y])
+        a.append([0, 0, 0, x, y, 1, -v * x, -v * y])
+    return np.linalg.solve(np.asarray(a, float), src.reshape(8).astype(float)).tolist()
+
+
+def _warp(stack: np.ndarray, rng: random.Random, fs: int) -> np.ndarray:
+    """Rotate, shear and tilt the mask stack; the output is sized to hold the result."""
+    h, w = stack.shape[:2]
+    src = np.array([[0, 0], [w, 0], [w, h], [0, h]], float)
+    ang = math.radians(rng.gauss(0, 2.0) if rng.random() < 0.95 else rng.uniform(-10, 10))
+    shear = rng.uniform(-0.35, 0.35) if rng.random() < 0.3 else 0.0
+    pts = src - [w / 2, h / 2]
+    pts = pts @ np.array([[1, 0], [-shear, 1]]).T  # x += shear * y (y grows down: -shear leans right)
+    c, s = math.cos(ang), math.sin(ang)
+    pts = pts @ np.array([[c, -s], [s, c]]).T
+    if rng.random() < 0.35:
+        jitter = fs * rng.uniform(0.05, 0.25)
+        pts = pts + np.array([[rng.uniform(-jitter, jitter) for _ in range(2)] for _ in range(4)])
+    if abs(ang) < 1e-3 and shear == 0.0 and np.allclose(pts + [w / 2, h / 2], src):
+        return stack
+    pts = pts - pts.min(axis=0) + 2
+    size = tuple(int(v) + 4 for v in pts.max(axis=0))
+    im = Image.fromarray(stack).transform(size, Image.Transform.PERSPECTIVE, _perspective_coeffs(src, pts), Image.Resampling.BILINEAR)
+    return np.asarray(im)
+
+
+def _curve(stack: np.ndarray, rng: random.Random, fs: int) -> np.ndarray:
+    """Bend the baseline: shift each column vertically along an arc or a wave."""
+    h, w = stack.shape[:2]
+    amp = fs * rng.uniform(0.1, 0.45)
+    x = np.linspace(-1.0, 1.0, w)
+    if rng.random() < 0.7:
+        shift = amp * (x ** 2) * rng.choice([-1, 1])
+    else:
+        shift = amp * 0.5 * np.sin(math.pi * x * rng.uniform(0.7, 1.5) + rng.uniform(0, 2 * math.pi))
+    shift = np.round(shift - shift.min()).astype(int)  # (W,)
+    pad = int(shift.max())
+    out = np.zeros((h + pad, w, stack.shape[2]), stack.dtype)
+    rows = np.arange(h)[:, None] + shift[None, :]  # (H, W)
+    out[rows, np.arange(w)[None, :]] = stack
+    return out
+
+
+# ---------------------------------------------------------------------------- cropping
+def _crop_box(stack: np.ndarray, rng: random.Random) -> tuple[int, int, int, int]:
+    """Crop around the ink: mostly snug, sometimes loose, rarely cutting the text a little."""
+    box = _ink_box(stack)
+    if box is None:
+        return 0, 0, stack.shape[1], stack.shape[0]
+    x0, y0, x1, y1 = box
+    th = y1 - y0
+    loose = rng.random() < 0.15
+
+    def pad(lo: float, hi: float) -> int:
+        v = rng.uniform(lo, hi) * th
+        if rng.random() < 0.06:
+            v = -rng.uniform(0.0, 0.12) * th  # cut the text slightly
+        return int(round(v))
+
+    vy = (0.0, 0.35) if loose else (0.0, 0.15)
+    vx = (0.0, 0.7) if loose else (0.0, 0.3)
+    return x0 - pad(*vx), y0 - pad(*vy), x1 + pad(*vx), y1 + pad(*vy)
+
+
+def _crop(stack: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
+    """Crop with zero padding where the box leaves the array."""
+    x0, y0, x1, y1 = box
+    h, w = stack.shape[:2]
+    out = np.zeros((max(y1 - y0, 2), max(x1 - x0, 2), stack.shape[2]), stack.dtype)
+    sy0, sy1, sx0, sx1 = max(y0, 0), min(y1, h), max(x0, 0), min(x1, w)
+    if sy1 > sy0 and sx1 > sx0:
+        out[sy0 - y0:sy1 - y0, sx0 - x0:sx1 - x0] = stack[sy0:sy1, sx0:sx1]
+    return out
+
+
+def _ink_box(stack: np.ndarray) -> tuple[int, int, int, int] | None:
+    """Bounding box (x0, y0, x1, y1) of the visible ink of a mask stack, or None if empty."""
+    return Image.fromarray(stack).point(lambda v: 255 if v > 40 else 0).getbbox()
+
+
+def _clutter(stack: np.ndarray, rng: random.Random, fonts: Sequence[str], fs: int, opts: SynthOptions) -> np.ndarray:
+    """Neighbouring text cut by the crop edges, sign edges or rules, as a (H, W) mask.
+
+    Neighbouring text sits outside the word's ink box, so only what the crop padding leaves
+    room for shows (often a sliver at the edge, as in real crops).
+    """
+    h, w = stack.shape[:2]
+    im = Image.new("L", (w, h), 0)
+    draw = ImageDraw.Draw(im)
+    box = _ink_box(stack) or (0, 0, w, h)
+    if rng.random() < 0.65:
+        text = sample_text(rng, opts)
+        try:
+            font = _font(font_picker(tuple(fonts)).pick(text, rng), max(6, int(fs * rng.uniform(0.6, 1.1))))
+        except ValueError:
+            return np.asarray(im)
+        gap = max(1, int(fs * rng.uniform(0.05, 0.3)))
+        cy = (box[1] + box[3]) / 2
+        side = rng.choice(["top", "bottom", "left", "right"])
+        xy, anchor = {
+            "top": ((rng.uniform(-w / 2, w / 2), box[1] - gap), "ld"),
+            "bottom": ((rng.uniform(-w / 2, w / 2), box[3] + gap), "la"),
+            "left": ((box[0] - gap * 2, cy), "rm"),
+            "right": ((box[2] + gap * 2, cy), "lm"),
+        }[side]
+        draw.text(xy, text, fill=255, font=font, anchor=anchor)
+    else:
+        t = max(1, int(fs * rng.uniform(0.03, 0.12)))
+        if rng.random() < 0.35:  # the edge of a sign or a box around the word
+            m = [rng.randint(-t, max(0, box[i] - 1)) for i in range(2)]
+            draw.rectangle([m[0], m[1], w - 1 - rng.randint(-t, max(0, w - box[2] - 1)),
+                            h - 1 - rng.randint(-t, max(0, h - box[3] - 1))], outline=255, width=t)
+        else:  # an underline or a rule above
+            y = rng.choice([rng.randint(min(box[3], h - 1), h - 1), rng.randint(0, max(0, box[1]))])
+            draw.line([(0, y), (w, y)], fill=255, width=t)
+    return np.asarray(im)
+
+
+# ---------------------------------------------------------------------------- colour
+def _luma(c: np.ndarray) -> float:
+    return float(c[0] * 0.299 + c[1] * 0.587 + c[2] * 0.114)
+
+
+def _color(rng: random.Random, lo: float, hi: float) -> np.ndarray:
+    """An RGB colour (float32, 0-255) with luma in [lo, hi]; mostly muted, sometimes vivid."""
+    target = rng.uniform(lo, hi)
+    sat = rng.random() ** 1.5
+    hue = np.array([rng.random(), rng.random(), rng.random()]) * 255
+    c = np.full(3, 128.0) * (1 - sat) + hue * sat
+    c = c * (target / max(_luma(c), 1.0))
+    if c.max() > 255:  # too bright for this hue: blend towards white keeping the luma
+        c = c / c.max() * 255
+        k = (target - _luma(c)) / max(255 - _luma(c), 1e-3)
+        c = c + (255 - c) * min(max(k, 0.0), 1.0)
+    return np.clip(c, 0, 255).astype(np.float32)
+
+
+def _palette(rng: random.Random, low_contrast_ok: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(background, text) colours: dark on light, light on dark or any pair, varied contrast."""
+    r = rng.random()
+    if r < 0.4:
+        bg, fg = _color(rng, 150, 255), _color(rng, 0, 100)
+    elif r < 0.75:
+        bg, fg = _color(rng, 0, 110), _color(rng, 150, 255)
+    else:
+        bg = _color(rng, 0, 255)
+        gap = rng.uniform(30, 55) if low_contrast_ok and rng.random() < 0.3 else rng.uniform(55, 160)
+        lb = _luma(bg)
+        up = lb + gap <= 255 and (lb - gap < 0 or rng.random() < 0.5)
+        fg = _color(rng, lb + gap, min(255.0, lb + gap + 40)) if up else _color(rng, max(0.0, lb - gap - 40), lb - gap)
+    return bg, fg
+
+
+def _smooth_noise(nrng: np.random.Generator, h: int, w: int, cell: float, channels: int) -> np.ndarray:
+    """Smooth random field in [-1, 1], shape (H, W, channels)."""
+    gh, gw = max(2, int(h / cell) + 2), max(2, int(w / cell) + 2)
+    grid = nrng.uniform(-1, 1, (gh, gw, channels)).astype(np.float32)
+    chans = [np.asarray(Image.fromarray(grid[..., i]).resize((w, h), Image.Resampling.BICUBIC)) for i in range(channels)]
+    return np.clip(np.dstack(chans), -1, 1)
+
+
+def _background(h: int, w: int, bg: np.ndarray, rng: random.Random, nrng: np.random.Generator) -> np.ndarray:
+    """Background (H, W, 3) float32: flat, gradient, texture or blurred clutter around ``bg``."""
+    out = np.empty((h, w, 3), np.float32)
+    out[:] = bg
+    r = rng.random()
+    if r < 0.3:
+        return out
+    if r < 0.55:  # linear gradient to a nearby colour
+        other = np.clip(bg + np.array([rng.uniform(-70, 70) for _ in range(3)], np.float32), 0, 255)
+        t = _ramp(h, w, rng)[..., None]
+        return out * (1 - t) + other * t
+    if r < 0.8:  # texture: smooth blobs plus fine grain
+        amp = rng.uniform(8, 45)
+        tex = _smooth_noise(nrng, h, w, rng.uniform(2, max(3.0, h / 2)), rng.choice([1, 3])) * amp
+        return np.clip(out + tex, 0, 255)
+    im = Image.fromarray(out.astype(np.uint8))  # clutter: soft shapes in nearby colours
+    draw = ImageDraw.Draw(im)
+    for _ in range(rng.randint(2, 6)):
+        col = tuple(int(v) for v in np.clip(bg + np.array([rng.uniform(-80, 80) for _ in range(3)]), 0, 255))
+        x0, y0 = rng.uniform(-w / 2, w), rng.uniform(-h / 2, h)
+        box = [x0, y0, x0 + rng.uniform(3, w), y0 + rng.uniform(3, h)]
+        (draw.ellipse if rng.random() < 0.5 else draw.rectangle)(box, fill=col)
+    im = im.filter(ImageFilter.GaussianBlur(rng.uniform(0.5, max(1.0, h / 6))))
+    return np.asarray(im, np.float32)
+
+
+def _ramp(h: int, w: int, rng: random.Random) -> np.ndarray:
+    """A linear ramp (H, W) from 0 to 1 in a random direction."""
+    ang = rng.uniform(0, 2 * math.pi)
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    t = xx * math.cos(ang) + yy * math.sin(ang)
+    t -= t.min()
+    return t / max(float(t.max()), 1e-3)
+
+
+def _blend(img: np.ndarray, mask: np.ndarray, color: np.ndarray | float, opacity: float = 1.0) -> np.ndarray:
+    """Paint ``color`` over ``img`` through ``mask`` (uint8 (H, W)); colour may be (3,) or (H, W, 3)."""
+    a = mask.astype(np.float32)[..., None] * (opacity / 255.0)
+    return img * (1 - a) + color * a
+
+
+def _compose(stack: np.ndarray, clutter: np.ndarray | None, style: dict[str, Any], rng: random.Random,
+             nrng: np.random.Generator) -> np.ndarray:
+    """Colour the mask layers over a background; returns (H, W, 3) float32."""
+    h, w = stack.shape[:2]
+    bg_col, fg_col = _palette(rng, style["severity"] < 0.4)
+    bg = _background(h, w, bg_col, rng, nrng)
+    img = bg
+    if style["shadow"]:
+        img = _blend(img, stack[..., 2], _color(rng, 0, 60) if rng.random() < 0.7 else fg_col * 0.5, rng.uniform(0.5, 1.0))
+    if clutter is not None:
+        img = _blend(img, clutter, fg_col if rng.random() < 0.6 else _palette(rng)[1], rng.uniform(0.6, 1.0))
+    if style["hollow"]:  # outline letters: the stroke (in the text colour) carries the contrast
+        return _blend(_blend(img, stack[..., 1], fg_col), stack[..., 0], bg)
+    if style["stroke"]:
+        lf = _luma(fg_col)
+        stroke_col = _color(rng, 0, max(0.0, lf - 70)) if lf > 127 else _color(rng, min(255.0, lf + 70), 255)
+        img = _blend(img, stack[..., 1], stroke_col)
+    fill: np.ndarray = fg_col
+    if rng.random() < 0.15:  # text colour gradient
+        other = np.clip(fg_col + np.array([rng.uniform(-60, 60) for _ in range(3)], np.float32), 0, 255)
+        t = _ramp(h, w, rng)[..., None]
+        fill = fg_col * (1 - t) + other * t
+    return _blend(img, stack[..., 0], fill)
+
+
+def _lighting(img: np.ndarray, rng: random.Random) -> np.ndarray:
+    """Uneven light: a brightness ramp, or a hard-edged shadow across part of the crop."""
+    h, w = img.shape[:2]
+    r = rng.random()
+    if r < 0.3:
+        k = rng.uniform(0.2, 0.7)
+        gain = 1 - k / 2 + k * _ramp(h, w, rng)
+        return img * gain[..., None]
+    if r < 0.38:
+        t = _ramp(h, w, rng)
+        edge = rng.uniform(0.3, 0.7)
+        soft = rng.uniform(0.02, 0.2)
+        dark = np.clip((t - edge) / soft, 0, 1) * rng.uniform(0.3, 0.6)
+        return img * (1 - dark)[..., None]
+    return img
+
+
+# ---------------------------------------------------------------------------- camera
+_MOTION_KERNELS = (
+    (0, 0, 0, 1, 1, 1, 0, 0, 0),  # horizontal
+    (0, 1, 0, 0, 1, 0, 0, 1, 0),  # vertical
+    (1, 0, 0, 0, 1, 0, 0, 0, 1),  # diagonal
+    (0, 0, 1, 0, 1, 0, 1, 0, 0),
+)
+
+
+def _camera(img: np.ndarray, rng: random.Random, nrng: np.random.Generator, opts: SynthOptions,
+            sev: float) -> Image.Image:
+    """Resize to the output height and add low resolution, blur, noise and colour jitter.
+
+    ``sev`` in [0, 1] scales how likely and how strong the degradations are, so that they do
+    not all pile up on one image and make it unreadable.
+    """
+    h, w = img.shape[:2]
+    H = opts.height
+    out_w = max(1, round(w * H / h * rng.uniform(0.8, 1.2)))
+    if opts.max_width:
+        out_w = min(out_w, opts.max_width)
+    im = Image.fromarray(np.clip(img, 0, 255).astype(np.uint8))
+    resample = rng.choice([Image.Resampling.BILINEAR, Image.Resampling.BICUBIC, Image.Resampling.LANCZOS, Image.Resampling.BOX])
+    if rng.random() < 0.4 * sev:  # low resolution, scaled back up
+        f = 1 - sev * rng.uniform(0.3, 0.6)
+        im = im.resize((max(1, round(out_w * f)), max(2, round(H * f))), resample)
+        resample = rng.choice([Image.Resampling.BILINEAR, Image.Resampling.BICUBIC, Image.Resampling.NEAREST])
+    im = im.resize((out_w, H), resample)
+    r = rng.random()
+    if r < 0.1 + 0.3 * sev:
+        im = im.filter(ImageFilter.GaussianBlur(rng.uniform(0.3, 0.4 + 0.8 * sev)))
+    elif r < 0.1 + 0.4 * sev:
+        im = im.filter(ImageFilter.Kernel((3, 3), rng.choice(_MOTION_KERNELS), scale=3))
+    arr = np.asarray(im, np.float32)
+    if rng.random() < 0.3:  # contrast and brightness jitter
+        arr = (arr - 128) * rng.uniform(1 - 0.4 * sev, 1.2) + 128 + rng.uniform(-30, 30)
+    if rng.random() < 0.5:
+        arr = arr + nrng.normal(0, rng.uniform(1, 2 + 8 * sev), arr.shape if rng.random() < 0.5 else arr.shape[:2] + (1,))
+    if rng.random() < 0.05:
+        arr = 255 - arr
+    im = Image.fromarray(np.clip(arr, 0, 255).astype(np.uint8))
+    if rng.random() < 0.08:
+        im = im.convert("L").convert("RGB")
+    return im
+
+
+# ---------------------------------------------------------------------------- public API
+def render_word(text: str, rng: random.Random, fonts: list[str], opts: SynthOptions) -> Image.Image:
+    """Render ``text`` as a scene-text-like word crop: RGB, ``opts.height`` pixels tall.
+
+    Raises ValueError when no font in ``fonts`` draws every character of ``text``.
+    """
+    info = font_picker(tuple(fonts)).pick(text, rng)
+    nrng = np.random.default_rng(rng.getrandbits(63))
+    H = opts.height
+    cap = H * (rng.uniform(0.5, 0.95) if rng.random() < 0.85 else rng.uniform(0.25, 0.45))  # low res
+    fs = max(8, round(cap / info.cap_height))
+    stack, style = _layers(text, info, fs, rng)
+    style["severity"] = sev = rng.random()
+    stack = _warp(stack, rng, fs)
+    if rng.random() < 0.1:
+        stack = _curve(stack, rng, fs)
+    stack = _crop(stack, _crop_box(stack, rng))
+    clutter = _clutter(stack, rng, fonts, fs, opts) if rng.random() < 0.25 else None
+    img = _lighting(_compose(stack, clutter, style, rng, nrng), rng)
+    return _camera(img, rng, nrng, opts, sev)
+
+
+def sample_rng(seed: int, index: int) -> random.Random:
+    """The RNG of sample ``index`` in the data set ``seed`` (independent of workers)."""
+    return random.Random(seed * 0x1_0000_0000 + index)
+
+
+def encode_image(img: Image.Image, rng: random.Random, opts: SynthOptions) -> bytes:
+    """JPEG bytes at a random quality in ``opts.jpeg_quality`` (artefacts are part of the data)."""
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG", quality=rng.randint(*opts.jpeg_quality))
+    return buf.getvalue()
+
+
+def make_sample(index: int, seed: int, fonts: Sequence[str], opts: SynthOptions) -> tuple[bytes, str]:
+    """Sample ``index`` of data set ``seed``: (JPEG bytes, label); the same in every process."""
+    rng = sample_rng(seed, index)
+    for _ in range(20):
+        text = sample_text(rng, opts)
+        label = text_label(text, opts.charset)
+        try:
+            img = render_word(text, rng, list(fonts), opts)
+        except ValueError:  # no font draws this text: draw another
+            continue
+        return encode_image(img, rng, opts), label  # type: ignore[return-value]
+    raise NoFontsError(f"sample {index}: the fonts cannot draw the texts of charset {opts.charset!r}")
+
+
+def iter_samples(num: int, seed: int, fonts: Sequence[str], opts: SynthOptions, workers: int = 1,
+                 start: int = 0) -> Iterator[tuple[bytes, str]]:
+    """Samples ``start .. start+num-1`` in order, rendered by ``workers`` processes."""
+    job: Callable[[int], tuple[bytes, str]] = partial(make_sample, seed=seed, fonts=tuple(fonts), opts=opts)
+    indices = range(start, start + num)
+    if workers <= 1 or num < 2:
+        yield from map(job, indices)
+        return
+    chunk = max(1, min(64, num // (workers * 8)))
+    with multiprocessing.Pool(workers) as pool:
+        yield from pool.imap(job, indices, chunksize=chunk)
+
+
+def generate_lmdb(out: str, num: int, seed: int = 0, workers: int = 0, fonts_dir: str | None = None,
+                  opts: SynthOptions | None = None, progress: bool = True, overwrite: bool = False) -> int:
+    """Render ``num`` samples into a new LMDB at ``out`` (standard layout); return the count.
+
+    ``workers=0`` uses every core. The result depends only on ``seed``, ``opts`` and the fonts.
+    """
+    from crnn.data.lmdb_io import write_lmdb
+
+    if num < 1:
+        raise ValueError(f"num must be >= 1, got {num}")
+    if os.path.lexists(out) and not overwrite:
+        raise FileExistsError(f"{out} already exists; choose another path or pass --overwrite")
+    opts = opts or SynthOptions()
+    fonts = find_fonts(fonts_dir)
+    workers = workers or os.cpu_count() or 1
+    samples = iter_samples(num, seed, fonts, opts, workers)
+    return write_lmdb(samples, out, progress=progress, overwrite=overwrite, total=num)
+
+
+class SynthDataset:
+    """Map-style dataset rendering sample ``i`` on the fly, byte-identical to ``generate_lmdb``.
+
+    Items are ``(image, label)`` like the LMDB datasets; ``transform`` is applied to the image.
+    Works with ``torch.utils.data.DataLoader`` (any worker count) without importing torch here.
+    """
+
+    def __init__(self, num: int, seed: int = 0, opts: SynthOptions | None = None,
+                 transform: Callable[[Image.Image], Any] | None = None,
+                 fonts: Sequence[str] | None = None, fonts_dir: str | None = None) -> None:
+        self.num, self.seed = num, seed
+        self.opts = opts or SynthOptions()
+        self.transform = transform
+        self.fonts = tuple(fonts) if fonts else tuple(find_fonts(fonts_dir))
+
+    def __len__(self) -> int:
+        return self.num
+
+    def __getitem__(self, i: int) -> tuple[Any, str]:
+        if not 0 <= i < self.num:
+            raise IndexError(f"sample {i} out of range 0..{self.num - 1}")
+        data, label = make_sample(i, self.seed, self.fonts, self.opts)
+        img: Any = Image.open(io.BytesIO(data)).convert("RGB")
+        return (self.transform(img) if self.transform else img), label

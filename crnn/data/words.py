@@ -1,0 +1,184 @@
+"""Text sources for synthetic word images: dictionary words, numbers, codes, punctuation.
+
+The mix follows what real scene-text crops (IIIT5K, SVT) contain: about half UPPER-case words,
+a quarter Title-case, the rest lower case, plus numbers, prices, codes like ``143KM`` and
+words with punctuation (``FAX:``, ``DADDY'S``, ``TIE-UP``). The image shows the text as sampled;
+the label is that text folded to the target alphabet (see :func:`text_label`).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+import random
+import string
+from typing import Protocol
+
+from crnn.charset import BUILTIN_CHARSETS, read_charset_file
+
+WORDS_PATH = os.path.join(os.path.dirname(__file__), "words.txt")
+RENDERABLE = frozenset(string.digits + string.ascii_letters + string.punctuation)
+_VOWELS, _CONSONANTS = "aeiou", "bcdfghjklmnprstvwyz"
+
+
+class TextOptions(Protocol):
+    """The fields of SynthOptions that text sampling reads."""
+
+    charset: str
+    max_len: int
+    words: str | None
+
+
+@functools.lru_cache(maxsize=4)
+def load_words(path: str | None = None) -> tuple[str, ...]:
+    """Words of a word list (one per line, most frequent first); the built-in list by default."""
+    path = path or WORDS_PATH
+    with open(path, encoding="utf-8") as f:
+        words = tuple(w for w in (ln.strip() for ln in f) if w and not any(c.isspace() for c in w))
+    if not words:
+        raise ValueError(f"word list {path} is empty")
+    return words
+
+
+@functools.lru_cache(maxsize=16)
+def label_rules(charset: str) -> tuple[frozenset[str], bool]:
+    """(alphabet characters, fold-to-lower-case?) for a charset spec, as crnn.charset reads it."""
+    if charset in BUILTIN_CHARSETS:
+        chars = BUILTIN_CHARSETS[charset]
+    elif os.path.isfile(charset):
+        chars = read_charset_file(charset)
+    else:
+        chars = charset
+    return frozenset(chars), chars == chars.lower()
+
+
+def text_label(text: str, charset: str) -> str | None:
+    """The label for rendered ``text``: case-folded, punctuation outside the alphabet dropped.
+
+    None when a letter or digit cannot be represented (the text should be resampled) or
+    nothing is left.
+    """
+    chars, lower = label_rules(charset)
+    if lower:
+        text = text.lower()
+    out = []
+    for c in text:
+        if c in chars:
+            out.append(c)
+        elif c.isalnum():
+            return None
+    return "".join(out) or None
+
+
+def _word(rng: random.Random, words: tuple[str, ...]) -> str:
+    """A word, half the time log-rank weighted (common words often), half uniform."""
+    if rng.random() < 0.5:
+        return words[int(math.exp(rng.random() * math.log(len(words)))) - 1]
+    return words[rng.randrange(len(words))]
+
+
+def _cased(rng: random.Random, w: str) -> str:
+    """Real-sign case mix: UPPER, Title, as-is (mostly lower), occasionally random."""
+    r = rng.random()
+    if r < 0.45:
+        return w.upper()
+    if r < 0.70:
+        return w[:1].upper() + w[1:]
+    if r < 0.97:
+        return w
+    return "".join(c.upper() if rng.random() < 0.5 else c for c in w)
+
+
+def _punctuated(rng: random.Random, words: tuple[str, ...]) -> str:
+    """A word with punctuation: ``FAX:``, ``"WE'VE``, ``TIE-UP``, ``Ltd.``, ``(Reverse``, ``www.a.com``."""
+    w = _cased(rng, _word(rng, words))
+    r = rng.random()
+    if r < 0.45:
+        return w + rng.choice([".", ",", "!", "?", ":", ";", "'", '"', ")", "!!", "...", "'s", "-", "*"])
+    if r < 0.65:
+        return rng.choice(['"', "(", "'", "#", "@", "&", "-", "*"]) + w
+    if r < 0.85:
+        return w + rng.choice(["-", "&", "/", ".", "'", "+", "_"]) + _cased(rng, _word(rng, words))
+    if r < 0.95:
+        return rng.choice(['"', "(", "'"]) + w + rng.choice(['"', ")", "'", ".", "!"])
+    return "www." + _word(rng, words).lower() + rng.choice([".com", ".org", ".net", ".in", ".co.uk"])
+
+
+def _digits(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice(string.digits) for _ in range(n))
+
+
+def _number(rng: random.Random) -> str:
+    """Numbers as signs show them: counts, years, prices, phone numbers, times, percentages."""
+    r = rng.random()
+    if r < 0.35:
+        return _digits(rng, rng.choice([1, 1, 2, 2, 2, 3, 3, 4, 4, 5, 6, 7]))
+    if r < 0.45:
+        return str(rng.randint(1900, 2030))
+    if r < 0.62:
+        cur = rng.choice(["$", "$", "", "", "Rs.", "#"])
+        return f"{cur}{rng.randint(0, 999)}.{_digits(rng, 2)}" if rng.random() < 0.7 else f"{cur}{rng.randint(1, 9999)}"
+    if r < 0.75:
+        return f"{_digits(rng, 3)}-{_digits(rng, 4)}" if rng.random() < 0.6 else f"({_digits(rng, 3)})"
+    if r < 0.85:
+        return f"{rng.randint(0, 23)}:{_digits(rng, 2)}"
+    if r < 0.92:
+        return f"{rng.randint(1, 100)}%"
+    return f"{rng.randint(1, 31)}/{rng.randint(1, 12)}" + (f"/{_digits(rng, 2)}" if rng.random() < 0.4 else "")
+
+
+def _code(rng: random.Random) -> str:
+    """Mixed letters and digits: ``143KM``, ``A-52``, ``3D``, ``24HR``, ``KA01``, ``100ml``."""
+    r = rng.random()
+    letters = string.ascii_uppercase if rng.random() < 0.75 else string.ascii_lowercase
+    if r < 0.3:
+        return str(rng.randint(1, 999)) + rng.choice(["KM", "km", "ml", "kg", "g", "cm", "mm", "HR", "D", "th", "st", "V", "W", "m"])
+    if r < 0.55:
+        return "".join(rng.choice(letters) for _ in range(rng.randint(1, 3))) + rng.choice(["", "-"]) + _digits(rng, rng.randint(1, 4))
+    if r < 0.75:
+        return _digits(rng, rng.randint(1, 3)) + "".join(rng.choice(letters) for _ in range(rng.randint(1, 3)))
+    return "".join(rng.choice(letters + string.digits) for _ in range(rng.randint(2, 8)))
+
+
+def _pseudo_word(rng: random.Random) -> str:
+    """A pronounceable non-dictionary string (names like ``KISHTWAR``) or random letters."""
+    n = rng.randint(2, 10)
+    if rng.random() < 0.7:
+        w = "".join(rng.choice(_VOWELS if (i % 2 == 1) ^ (rng.random() < 0.2) else _CONSONANTS) for i in range(n))
+    else:
+        w = "".join(rng.choice(string.ascii_lowercase) for _ in range(n))
+    return _cased(rng, w)
+
+
+def _random_chars(rng: random.Random, opts: TextOptions) -> str:
+    """Random characters from the alphabet (only those a font can draw)."""
+    chars, _ = label_rules(opts.charset)
+    pool = sorted(chars & RENDERABLE) or sorted(RENDERABLE)
+    return "".join(rng.choice(pool) for _ in range(rng.randint(1, 10)))
+
+
+def _candidate(rng: random.Random, opts: TextOptions) -> str:
+    """One text from the source mix."""
+    words = load_words(opts.words)
+    r = rng.random()
+    if r < 0.62:
+        return _cased(rng, _word(rng, words))
+    if r < 0.72:
+        return _punctuated(rng, words)
+    if r < 0.83:
+        return _number(rng)
+    if r < 0.90:
+        return _code(rng)
+    if r < 0.97:
+        return _pseudo_word(rng)
+    return _random_chars(rng, opts)
+
+
+def sample_text(rng: random.Random, opts: TextOptions) -> str:
+    """A text to render whose label (:func:`text_label`) is non-empty and at most ``max_len`` long."""
+    for _ in range(100):
+        text = _candidate(rng, opts)
+        label = text_label(text, opts.charset)
+        if label is not None and len(text) <= opts.max_len and set(text) <= RENDERABLE:
+            return text
+    raise ValueError(f"cannot sample text for charset {opts.charset!r}: no source produces its characters")
