@@ -1,0 +1,174 @@
+"""Trainer: single process, DataParallel fallback, DDP under torchrun (gloo), equivalences and resume."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from crnn.cli.train import main as train_main
+from crnn.config import load_config
+from crnn.engine.trainer import fit, lr_factor
+from tests.conftest import REPO
+
+TINY = ["data.batch_size=8", "data.num_workers=0", "train.log_every=1", "train.warmup_steps=0",
+        "train.tensorboard=false", "train.show_predictions=0"]
+
+
+def _overrides(tmp_path: Path, train_lmdb: Path, val_lmdb: Path | None, *extra: str) -> list[str]:
+    val = f"data.val=[{val_lmdb}]" if val_lmdb else "data.val=[]"
+    return [f"data.train=[{{path: {train_lmdb}}}]", val, f"train.output_dir={tmp_path / 'run'}", *TINY, *extra]
+
+
+def _model_state(path: Path) -> dict:
+    return torch.load(path, map_location="cpu", weights_only=True)["model"]
+
+
+def _torchrun(args: list[str], nproc: int = 2, timeout: int = 240) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
+           f"--nproc_per_node={nproc}", "-m", "crnn.cli.train", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
+
+
+def test_single_process_smoke_writes_plain_checkpoints(tmp_path, words_lmdb, val_lmdb):
+    rc = train_main(["--config", str(REPO / "configs/smoke.yaml"),
+                     *_overrides(tmp_path, words_lmdb, val_lmdb, "train.steps=4", "train.val_every=2",
+                                 "train.save_every=2", "train.tensorboard=true")])
+    assert rc == 0
+    run = tmp_path / "run"
+    ck = torch.load(run / "last.pt", map_location="cpu", weights_only=True)
+    assert ck["step"] == 4 and ck["kind"] == "training"
+    assert not any(k.startswith("module.") for k in ck["model"])
+    assert {"optimizer", "scheduler", "rng", "config", "charset"} <= set(ck)
+    assert ck["config"]["train"]["steps"] == 4
+    assert (run / "best.pt").is_file() and (run / "config.yaml").is_file()
+    assert list((run / "tb").glob("events.out.tfevents.*"))
+
+
+def test_dataparallel_request_falls_back_on_cpu(tmp_path, words_lmdb, caplog):
+    caplog.set_level("INFO", logger="crnn")
+    rc = train_main(_overrides(tmp_path, words_lmdb, None, "train.steps=2", "train.parallel=dp",
+                               "train.device=cpu"))
+    assert rc == 0
+    assert "needs at least 2 GPUs" in caplog.text
+    assert not any(k.startswith("module.") for k in _model_state(tmp_path / "run" / "last.pt"))
+
+
+def test_resume_equals_uninterrupted_run(tmp_path, words_lmdb):
+    common = ["train.steps=6", "train.save_every=0", "train.val_every=0", "train.optimizer=adam", "train.lr=3e-3"]
+    straight = fit(load_config(None, _overrides(tmp_path / "a", words_lmdb, None, *common)))
+    assert straight["step"] == 6
+    first = fit(load_config(None, _overrides(tmp_path / "b", words_lmdb, None, *common, "train.stop_after=3")))
+    assert first["ended"] == "stop_after" and first["step"] == 3
+    second = fit(load_config(None, _overrides(tmp_path / "b", words_lmdb, None, *common, "train.resume=auto")))
+    assert second["step"] == 6
+    a, b = _model_state(tmp_path / "a/run/last.pt"), _model_state(tmp_path / "b/run/last.pt")
+    assert a.keys() == b.keys()
+    for k in a:
+        torch.testing.assert_close(b[k], a[k], rtol=0, atol=1e-6, msg=k)
+
+
+def test_resume_from_weights_only_file_is_refused(tmp_path, words_lmdb):
+    from crnn.engine.checkpoint import load_checkpoint, save_checkpoint, weights_only_checkpoint
+
+    assert train_main(_overrides(tmp_path, words_lmdb, None, "train.steps=1")) == 0
+    w = tmp_path / "w.pt"
+    save_checkpoint(weights_only_checkpoint(load_checkpoint(tmp_path / "run/last.pt").raw), w)
+    assert train_main(_overrides(tmp_path / "x", words_lmdb, None, "train.steps=1", f"train.resume={w}")) == 1
+    assert train_main(_overrides(tmp_path / "y", words_lmdb, None, "train.steps=1", f"train.init_weights={w}")) == 0
+
+
+def test_lr_schedule_warmup_then_cosine():
+    cfg = load_config(None, ["train.steps=100", "train.warmup_steps=10", "train.min_lr_ratio=0.0"])
+    assert lr_factor(0, cfg) == pytest.approx(0.1)
+    assert lr_factor(9, cfg) == pytest.approx(1.0)
+    assert lr_factor(55, cfg) == pytest.approx(0.5, abs=0.02)
+    assert lr_factor(100, cfg) == pytest.approx(0.0, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_ddp_two_processes_smoke_and_identical_ranks(tmp_path, words_lmdb, val_lmdb):
+    args = ["--config", str(REPO / "configs/smoke.yaml"),
+            *_overrides(tmp_path, words_lmdb, val_lmdb, "train.steps=4", "train.val_every=2", "train.save_every=2",
+                        "train.sync_bn=true")]
+    res = _torchrun(args)
+    assert res.returncode == 0, res.stderr[-3000:]
+    log = res.stderr + res.stdout
+    assert "mode: ddp on cpu (world size 2)" in log
+    assert "not applicable on CPU" in log
+    state = _model_state(tmp_path / "run" / "last.pt")
+    assert not any(k.startswith("module.") for k in state)
+
+
+@pytest.mark.slow
+def test_ddp_step_equals_single_step_on_double_batch(tmp_path, words_lmdb):
+    """One DDP step with 2 ranks x batch b == one single-process step with batch 2b: gradients averaged once."""
+    common = ["train.steps=1", "train.optimizer=sgd", "train.lr=0.5", "train.grad_clip=0", "train.schedule=constant",
+              "model.batch_norm=false", "train.val_every=0", "train.save_every=0"]
+    res = _torchrun(_overrides(tmp_path / "ddp", words_lmdb, None, *common, "data.batch_size=4"))
+    assert res.returncode == 0, res.stderr[-3000:]
+    single = _overrides(tmp_path / "one", words_lmdb, None, *common)
+    assert train_main(single) == 0
+    init = _initial_state(words_lmdb, tmp_path)
+    a, b = _model_state(tmp_path / "ddp/run/last.pt"), _model_state(tmp_path / "one/run/last.pt")
+    moved = 0
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=0, atol=1e-5, msg=k)
+        moved += int(not torch.equal(a[k], init[k]))
+    assert moved > 0  # the step did change the weights
+
+
+def _initial_state(words_lmdb: Path, tmp_path: Path) -> dict:
+    """The seeded initial weights (step 0) of the equivalence test's model."""
+    from crnn.charset import Charset
+    from crnn.engine.trainer import seed_everything
+    from crnn.model import build_model
+
+    seed_everything(0)
+    model = build_model("vgg_small", 1, Charset.from_spec("alnum36").num_classes, batch_norm=False)
+    return model.state_dict()
+
+
+@pytest.mark.slow
+def test_ddp_ranks_hold_identical_parameters(tmp_path, words_lmdb):
+    """Every rank saves its own parameters through a test hook; they must be equal after several steps.
+
+    (BatchNorm running statistics are per-rank between forwards — DDP broadcasts rank 0's before each forward.)
+    """
+    script = tmp_path / "dump.py"
+    script.write_text(
+        "import sys, torch, torch.distributed as dist\n"
+        "import crnn.engine.trainer as T\n"
+        "orig = T._save\n"
+        "def save(name, model, *a, **k):\n"
+        "    orig(name, model, *a, **k)\n"
+        "    sd = dict(T.unwrap_model(model).named_parameters())\n"
+        f"    torch.save(sd, r'{tmp_path}/rank%d.pt' % dist.get_rank())\n"
+        "T._save = save\n"
+        "from crnn.cli.train import main\n"
+        "sys.exit(main(sys.argv[1:]))\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(script),
+           *_overrides(tmp_path, words_lmdb, None, "train.steps=3", "train.val_every=0", "train.save_every=0")]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env, cwd=REPO)
+    assert res.returncode == 0, res.stderr[-3000:]
+    r0 = torch.load(tmp_path / "rank0.pt", weights_only=True)
+    r1 = torch.load(tmp_path / "rank1.pt", weights_only=True)
+    assert len(r0) == len(r1) > 10
+    for k in r0:
+        assert torch.equal(r0[k], r1[k]), k
+
+
+def test_torchrun_with_dp_is_an_error(tmp_path, words_lmdb, monkeypatch):
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert train_main(_overrides(tmp_path, words_lmdb, None, "train.parallel=dp")) == 1
+
+
+def test_legacy_local_rank_argument_is_accepted(tmp_path, words_lmdb):
+    assert train_main(["--local_rank=0", *_overrides(tmp_path, words_lmdb, None, "train.steps=1")]) == 0
