@@ -305,7 +305,7 @@ def test_other_variant_is_caught_before_copying(variant):
     state = make_model(seed=0).state_dict()
     target = build_model(variant, 1, 11)
     before = {k: v.clone() for k, v in target.state_dict().items()}
-    with pytest.raises(CheckpointError, match=f"different variant, hidden size or in_channels than this {variant}"):
+    with pytest.raises(CheckpointError, match=f"different variant, hidden size, in_channels or batch_norm than this {variant}"):
         load_model_weights(target, state)
     _assert_untouched(target, before)
 
@@ -343,6 +343,21 @@ def test_bare_state_dict_needs_config_and_charset(tmp_path):
     assert torch.equal(rebuilt(images()), model(images()))
     with pytest.raises(CheckpointError, match="charset differs: 10 vs 36 chars"):
         build_from_checkpoint(ckpt, config=make_cfg(), charset=Charset.from_spec("alnum36"))
+
+
+def test_rebuild_uses_stored_batch_norm_and_ignores_retired_config_keys(tmp_path):
+    cfg = make_cfg()
+    cfg.model.batch_norm = False
+    torch.manual_seed(0)
+    model = build_model("vgg_small", 1, 11, HIDDEN, batch_norm=False).eval()
+    obj = model_checkpoint(model, cfg, Charset(CHARS))
+    obj["config"]["data"]["retired_option"] = 1  # written by an older/newer crnn
+    save_checkpoint(obj, tmp_path / "nobn.pt")
+    rebuilt, _, cfg2 = build_from_checkpoint(load_checkpoint(tmp_path / "nobn.pt"))
+    assert cfg2.model.batch_norm is False and not any(isinstance(m, nn.BatchNorm2d) for m in rebuilt.modules())
+    assert torch.equal(rebuilt(images()), model(images()))
+    with pytest.raises(CheckpointError, match=r"missing keys \(\d+\): cnn.7.weight.*batch_norm"):
+        load_model_weights(make_model(), model.state_dict())
 
 
 def test_weights_only_half_loads_into_float32_model(tmp_path):

@@ -303,7 +303,7 @@ def _mismatch_report(state: dict, expected: dict, strict: bool, variant: str | N
         return ""
     if missing or unexpected or any(not s.startswith("head.") for s in shapes):
         model = f"this {variant} model" if variant else "this model"
-        parts.append(f"the checkpoint is from a different variant, hidden size or in_channels than {model}")
+        parts.append(f"the checkpoint is from a different variant, hidden size, in_channels or batch_norm than {model}")
     return ". ".join(parts)
 
 
@@ -337,9 +337,20 @@ def _config_of(ckpt: Checkpoint, config: Config | None) -> Config:
             raise CheckpointError(f"{ckpt.path} is a bare state dict (no stored config); pass --config/--charset")
         return config
     try:
-        return config_from_dict(ckpt.config)
+        return config_from_dict(_known_config_keys(ckpt.config))
     except ConfigError as e:
         raise CheckpointError(f"{ckpt.path}: stored config is invalid: {e}") from None
+
+
+def _known_config_keys(data: dict) -> dict:
+    """The stored config without keys this version no longer has (older checkpoints stay loadable)."""
+    if not isinstance(data, dict):
+        return data  # config_from_dict reports it
+    out: dict = {}
+    for section, known in config_to_dict(Config()).items():
+        values = data.get(section)
+        out[section] = {k: v for k, v in values.items() if k in known} if isinstance(values, dict) else values
+    return out
 
 
 def _charset_of(ckpt: Checkpoint, charset: Charset | None) -> Charset:
@@ -363,7 +374,8 @@ def build_from_checkpoint(
         raise CheckpointError(
             f"{ckpt.path}: stored num_classes {ckpt.num_classes} does not match its charset ({len(cs)} chars + blank)"
         )
-    model = build_model(cfg.model.variant, cfg.model.in_channels, cs.num_classes, cfg.model.hidden or None)
+    m = cfg.model
+    model = build_model(m.variant, m.in_channels, cs.num_classes, m.hidden or None, m.batch_norm)
     try:
         load_model_weights(model, ckpt.model_state, strict=True, charset_size=len(cs))
     except CheckpointError as e:
