@@ -76,6 +76,17 @@ def test_two_ranks_disjoint_and_reshuffled(tmp_path):
     assert _epoch(ranks[0], 0) == e0[0]  # the same epoch replays exactly
 
 
+@pytest.mark.parametrize("ratio", [None, 1.0])
+def test_skip_batches_resumes_mid_epoch(tmp_path, ratio):
+    path = make_lmdb(tmp_path / "r", _labels("r", 20))
+    loader = _train([{"path": path, "ratio": ratio}])
+    loader.set_epoch(3)
+    full = [b.labels for b in loader]
+    loader.set_epoch(3)
+    assert [b.labels for b in loader.skip_batches(2)] == full[2:]
+    assert [b.labels for b in loader] == full  # the skip applies to one pass only
+
+
 def test_concatenated_sources_without_ratio(tmp_path):
     a = make_lmdb(tmp_path / "a", _labels("a", 6))
     b = make_lmdb(tmp_path / "b", _labels("b", 6))

@@ -78,7 +78,11 @@ class Collate:
         c, h = images[0].shape[:2]
         m = self.width_multiple
         width = -(-max(img.shape[-1] for img in images) // m) * m
-        out = torch.full((len(images), c, h, width), self.pad_value, dtype=images[0].dtype)  # (B, C, H, W)
+        if all(img.shape[-1] == width for img in images):
+            return torch.stack(images)  # (B, C, H, W)
+        out = torch.empty((len(images), c, h, width), dtype=images[0].dtype)  # (B, C, H, W)
         for i, img in enumerate(images):
-            out[i, :, :, : img.shape[-1]] = img
+            w = img.shape[-1]
+            out[i, :, :, :w] = img
+            out[i, :, :, w:] = self.pad_value
         return out

@@ -11,18 +11,23 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 from crnn.charset import Charset
 from crnn.data.collate import Batch, Collate
 from crnn.data.datasets import ConcatTextDataset, DatasetError, open_dataset
-from crnn.data.samplers import RatioBatchSampler, ShardSampler
+from crnn.data.samplers import RatioBatchSampler, ShardSampler, SkippableSampler
 from crnn.data.transforms import ResizeNormalize
 
 log = logging.getLogger(__name__)
 
 
 class TrainLoader:
-    """A training DataLoader that yields :class:`Batch` and reshuffles via :meth:`set_epoch`."""
+    """A training DataLoader that yields :class:`Batch` and reshuffles via :meth:`set_epoch`.
 
-    def __init__(self, loader: DataLoader, sampler: DistributedSampler | RatioBatchSampler) -> None:
+    ``sampler`` is the loader's (batch) sampler; ``per_batch`` is how many of its items make a
+    batch (``batch_size`` for a sample sampler, 1 for a batch sampler).
+    """
+
+    def __init__(self, loader: DataLoader, sampler: SkippableSampler, per_batch: int) -> None:
         self.loader = loader
         self.sampler = sampler
+        self.per_batch = per_batch
 
     @property
     def dataset(self) -> Dataset:
@@ -37,6 +42,11 @@ class TrainLoader:
         return len(self.loader)
 
     def __iter__(self) -> Iterator[Batch]:
+        return iter(self.loader)
+
+    def skip_batches(self, n: int) -> Iterator[Batch]:
+        """Iterate the current epoch from batch ``n`` on; skipped batches are never loaded."""
+        self.sampler.skip_next(n * self.per_batch)
         return iter(self.loader)
 
 
@@ -74,19 +84,21 @@ def build_train_loader(sources: Sequence[dict[str, Any]], charset: Charset, *, h
         pin_memory=torch.cuda.is_available(), persistent_workers=num_workers > 0,
         generator=torch.Generator().manual_seed(seed + rank))
     if ratios is None:
-        sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=seed,
-                                     drop_last=True)
+        sampler = SkippableSampler(DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True,
+                                                      seed=seed, drop_last=True))
         if len(sampler) < batch_size:
             raise DatasetError(f"{len(dataset)} training samples are too few for one batch of {batch_size} "
                                f"per rank on {world_size} ranks; lower the batch size or add data")
         loader = DataLoader(dataset, batch_size=batch_size, sampler=sampler, drop_last=True, **common)
+        per_batch = batch_size
     else:
-        sampler = RatioBatchSampler([len(p) for p in parts], ratios, batch_size, seed=seed, rank=rank,
-                                    world_size=world_size)
+        sampler = SkippableSampler(RatioBatchSampler([len(p) for p in parts], ratios, batch_size, seed=seed,
+                                                     rank=rank, world_size=world_size))
         loader = DataLoader(dataset, batch_sampler=sampler, **common)
+        per_batch = 1
     log.info("train data: %d samples from %d source(s), %d batches of %d per epoch on rank %d",
              len(dataset), len(parts), len(loader), batch_size, rank)
-    return TrainLoader(loader, sampler)
+    return TrainLoader(loader, sampler, per_batch)
 
 
 def build_eval_loader(path: str, *, height: int, width: int, keep_ratio: bool, max_width: int, channels: int,

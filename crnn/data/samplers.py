@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from itertools import islice
+from typing import Any
 
 import torch
 from torch.utils.data import Sampler
@@ -94,3 +96,29 @@ class ShardSampler(Sampler[int]):
 
     def __iter__(self) -> Iterator[int]:
         return iter(range(self.start, self.stop))
+
+
+class SkippableSampler(Sampler[Any]):
+    """Wrap a sampler or batch sampler so that its next pass can start ``n`` items in.
+
+    Resuming mid-epoch then skips indices, not loaded batches. ``set_epoch`` is forwarded.
+    """
+
+    def __init__(self, inner: Sampler[Any]) -> None:
+        self.inner = inner
+        self._skip = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Forward the epoch to the wrapped sampler."""
+        self.inner.set_epoch(epoch)
+
+    def skip_next(self, n: int) -> None:
+        """Make the next ``iter()`` drop its first ``n`` items."""
+        self._skip = max(0, int(n))
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __iter__(self) -> Iterator[Any]:
+        skip, self._skip = self._skip, 0
+        return islice(iter(self.inner), skip, None)

@@ -48,11 +48,15 @@ class ResizeNormalize:
 
 
 def to_tensor(img: Image.Image) -> torch.Tensor:
-    """PIL ``L`` or ``RGB`` image -> float32 ``[C, H, W]`` in ``[-1, 1]``."""
-    arr = np.asarray(img, dtype=np.uint8)  # (H, W) or (H, W, C)
-    t = torch.from_numpy(arr.copy() if not arr.flags.writeable else arr)
-    t = t.unsqueeze(0) if t.ndim == 2 else t.permute(2, 0, 1)  # (C, H, W)
-    return t.to(torch.float32).div_(127.5).sub_(1.0).contiguous()
+    """PIL ``L`` or ``RGB`` image -> float32 ``[C, H, W]`` in ``[-1, 1]``.
+
+    The arithmetic runs in numpy: for crops this small torch's per-op (and thread-pool)
+    overhead costs more than the work itself.
+    """
+    arr = np.asarray(img, dtype=np.float32)  # (H, W) or (H, W, C)
+    arr = arr[None] if arr.ndim == 2 else arr.transpose(2, 0, 1)  # (C, H, W)
+    arr = np.ascontiguousarray(arr) * np.float32(1 / 127.5) - np.float32(1.0)
+    return torch.from_numpy(arr)
 
 
 def light_augmentation() -> v2.Transform:
