@@ -305,7 +305,8 @@ def test_other_variant_is_caught_before_copying(variant):
     state = make_model(seed=0).state_dict()
     target = build_model(variant, 1, 11)
     before = {k: v.clone() for k, v in target.state_dict().items()}
-    with pytest.raises(CheckpointError, match=f"different variant, hidden size, in_channels or batch_norm than this {variant}"):
+    expected = f"different variant, hidden size, in_channels or batch_norm than this {variant}"
+    with pytest.raises(CheckpointError, match=expected):
         load_model_weights(target, state)
     _assert_untouched(target, before)
 

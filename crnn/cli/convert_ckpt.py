@@ -77,8 +77,9 @@ def _model_lines(ckpt: Checkpoint) -> list[str]:
     classes = ckpt.num_classes or (int(head.shape[0]) if head is not None else None)
     variant = ckpt.variant or "unknown (not stored)"
     if model_cfg:
+        hidden = model_cfg.get("hidden") or "default"
         no_bn = ", no batch norm" if model_cfg.get("batch_norm") is False else ""
-        variant += f" (in_channels {model_cfg.get('in_channels')}, hidden {model_cfg.get('hidden') or 'default'}{no_bn})"
+        variant += f" (in_channels {model_cfg.get('in_channels')}, hidden {hidden}{no_bn})"
     lines = [f"variant: {variant}"]
     if ckpt.charset:
         chars = ckpt.charset.get("chars", "")
