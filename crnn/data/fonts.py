@@ -39,12 +39,14 @@ RARE_STYLE_RE = re.compile(
     re.I,
 )
 RARE_STYLE_WEIGHT = 0.3
+# Hairline weights vanish at 32 px, more so after blur and downscaling.
+THIN_STYLE_RE = re.compile(r"hairline|thin|extra ?light|ultra ?light", re.I)
 PRINTABLE = string.digits + string.ascii_letters + string.punctuation
 APT_HINT = (
     "apt-get install fonts-dejavu-core fonts-liberation2 fonts-freefont-ttf fonts-roboto-unhinted "
     "fonts-open-sans fonts-lato fonts-croscore fonts-urw-base35"
 )
-_PROBE_SIZE = 24
+_PROBE_SIZE = 20
 _MISSING_PROBE = "\U0010fffd"  # private-use codepoint: no font maps it, so it draws .notdef
 
 
@@ -77,12 +79,14 @@ def _mask_signature(font: ImageFont.FreeTypeFont, ch: str) -> tuple | None:
 def font_info(path: str) -> FontInfo | None:
     """Probe a font file; None when it cannot be loaded or cannot draw a-z."""
     try:
-        font = ImageFont.truetype(path, _PROBE_SIZE)
+        font = ImageFont.truetype(path, _PROBE_SIZE, layout_engine=ImageFont.Layout.BASIC)
         family, style = font.getname()
     except (OSError, ValueError):
         return None
     family, style = family or os.path.basename(path), style or ""
     if EXCLUDE_RE.search(os.path.basename(path)) or EXCLUDE_RE.search(family):
+        return None
+    if THIN_STYLE_RE.search(style) or THIN_STYLE_RE.search(family) or THIN_STYLE_RE.search(os.path.basename(path)):
         return None
     notdef = _mask_signature(font, _MISSING_PROBE)
     sigs = {ch: _mask_signature(font, ch) for ch in PRINTABLE}

@@ -17,7 +17,7 @@ import math
 import multiprocessing
 import os
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -30,7 +30,7 @@ from crnn.data.words import sample_text, text_label
 
 __all__ = [
     "SynthOptions", "SynthDataset", "NoFontsError", "render_word", "sample_text", "text_label",
-    "make_sample", "generate_lmdb", "find_fonts",
+    "make_sample", "iter_samples", "generate_lmdb", "find_fonts", "contact_sheet", "check_options",
 ]
 
 
@@ -131,7 +131,7 @@ def _warp(stack: np.ndarray, rng: random.Random, fs: int) -> np.ndarray:
     """Rotate, shear and tilt the mask stack; the output is sized to hold the result."""
     h, w = stack.shape[:2]
     src = np.array([[0, 0], [w, 0], [w, h], [0, h]], float)
-    ang = math.radians(rng.gauss(0, 2.0) if rng.random() < 0.95 else rng.uniform(-10, 10))
+    ang = math.radians(rng.gauss(0, 2.0) if rng.random() < 0.97 else rng.uniform(-10, 10))
     shear = rng.uniform(-0.35, 0.35) if rng.random() < 0.3 else 0.0
     pts = src - [w / 2, h / 2]
     pts = pts @ np.array([[1, 0], [-shear, 1]]).T  # x += shear * y (y grows down: -shear leans right)
@@ -260,7 +260,10 @@ def _color(rng: random.Random, lo: float, hi: float) -> np.ndarray:
 
 
 def _palette(rng: random.Random, low_contrast_ok: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """(background, text) colours: dark on light, light on dark or any pair, varied contrast."""
+    """(background, text) colours: dark on light, light on dark or any pair, varied contrast.
+
+    Luma gap is >= 30 (of 255); background texture is later kept weaker than the gap.
+    """
     r = rng.random()
     if r < 0.4:
         bg, fg = _color(rng, 150, 255), _color(rng, 0, 100)
@@ -283,25 +286,30 @@ def _smooth_noise(nrng: np.random.Generator, h: int, w: int, cell: float, channe
     return np.clip(np.dstack(chans), -1, 1)
 
 
-def _background(h: int, w: int, bg: np.ndarray, rng: random.Random, nrng: np.random.Generator) -> np.ndarray:
-    """Background (H, W, 3) float32: flat, gradient, texture or blurred clutter around ``bg``."""
+def _background(h: int, w: int, bg: np.ndarray, gap: float, rng: random.Random,
+                nrng: np.random.Generator) -> np.ndarray:
+    """Background (H, W, 3) float32: flat, gradient, texture or blurred clutter around ``bg``.
+
+    Variation stays within a fraction of the text/background luma ``gap`` so the text stays readable.
+    """
+    spread = min(80.0, 0.7 * gap)
     out = np.empty((h, w, 3), np.float32)
     out[:] = bg
     r = rng.random()
     if r < 0.3:
         return out
     if r < 0.55:  # linear gradient to a nearby colour
-        other = np.clip(bg + np.array([rng.uniform(-70, 70) for _ in range(3)], np.float32), 0, 255)
+        other = np.clip(bg + np.array([rng.uniform(-spread, spread) for _ in range(3)], np.float32), 0, 255)
         t = _ramp(h, w, rng)[..., None]
         return out * (1 - t) + other * t
     if r < 0.8:  # texture: smooth blobs plus fine grain
-        amp = rng.uniform(8, 45)
+        amp = rng.uniform(0.15, 0.6) * spread
         tex = _smooth_noise(nrng, h, w, rng.uniform(2, max(3.0, h / 2)), rng.choice([1, 3])) * amp
         return np.clip(out + tex, 0, 255)
     im = Image.fromarray(out.astype(np.uint8))  # clutter: soft shapes in nearby colours
     draw = ImageDraw.Draw(im)
     for _ in range(rng.randint(2, 6)):
-        col = tuple(int(v) for v in np.clip(bg + np.array([rng.uniform(-80, 80) for _ in range(3)]), 0, 255))
+        col = tuple(int(v) for v in np.clip(bg + np.array([rng.uniform(-spread, spread) for _ in range(3)]), 0, 255))
         x0, y0 = rng.uniform(-w / 2, w), rng.uniform(-h / 2, h)
         box = [x0, y0, x0 + rng.uniform(3, w), y0 + rng.uniform(3, h)]
         (draw.ellipse if rng.random() < 0.5 else draw.rectangle)(box, fill=col)
@@ -329,7 +337,7 @@ def _compose(stack: np.ndarray, clutter: np.ndarray | None, style: dict[str, Any
     """Colour the mask layers over a background; returns (H, W, 3) float32."""
     h, w = stack.shape[:2]
     bg_col, fg_col = _palette(rng, style["severity"] < 0.4)
-    bg = _background(h, w, bg_col, rng, nrng)
+    bg = _background(h, w, bg_col, abs(_luma(fg_col) - _luma(bg_col)), rng, nrng)
     img = bg
     if style["shadow"]:
         img = _blend(img, stack[..., 2], _color(rng, 0, 60) if rng.random() < 0.7 else fg_col * 0.5, rng.uniform(0.5, 1.0))
@@ -460,6 +468,29 @@ def make_sample(index: int, seed: int, fonts: Sequence[str], opts: SynthOptions)
     raise NoFontsError(f"sample {index}: the fonts cannot draw the texts of charset {opts.charset!r}")
 
 
+def check_options(opts: SynthOptions, fonts: Sequence[str]) -> None:
+    """Fail early, in the calling process, on a bad word list, charset or font set."""
+    make_sample(0, 0, fonts, opts)
+
+
+def contact_sheet(samples: Iterable[tuple[bytes, str]], cols: int = 6, cell_w: int = 200) -> Image.Image:
+    """A PNG-ready grid of encoded samples with their labels underneath (for eyeballing data)."""
+    items = [(Image.open(io.BytesIO(data)).convert("RGB"), label) for data, label in samples]
+    if not items:
+        raise ValueError("no samples for the contact sheet")
+    cell_h = max(im.height for im, _ in items) + 14
+    rows = (len(items) + cols - 1) // cols
+    sheet = Image.new("RGB", (cols * cell_w, rows * cell_h), "white")
+    draw = ImageDraw.Draw(sheet)
+    for i, (im, label) in enumerate(items):
+        x, y = (i % cols) * cell_w, (i // cols) * cell_h
+        if im.width > cell_w - 4:
+            im = im.resize((cell_w - 4, im.height))
+        sheet.paste(im, (x + 2, y + 1))
+        draw.text((x + 2, y + im.height + 1), label, fill=(200, 0, 0))
+    return sheet
+
+
 def iter_samples(num: int, seed: int, fonts: Sequence[str], opts: SynthOptions, workers: int = 1,
                  start: int = 0) -> Iterator[tuple[bytes, str]]:
     """Samples ``start .. start+num-1`` in order, rendered by ``workers`` processes."""
@@ -487,6 +518,7 @@ def generate_lmdb(out: str, num: int, seed: int = 0, workers: int = 0, fonts_dir
         raise FileExistsError(f"{out} already exists; choose another path or pass --overwrite")
     opts = opts or SynthOptions()
     fonts = find_fonts(fonts_dir)
+    check_options(opts, fonts)
     workers = workers or os.cpu_count() or 1
     samples = iter_samples(num, seed, fonts, opts, workers)
     return write_lmdb(samples, out, progress=progress, overwrite=overwrite, total=num)
@@ -506,6 +538,7 @@ class SynthDataset:
         self.opts = opts or SynthOptions()
         self.transform = transform
         self.fonts = tuple(fonts) if fonts else tuple(find_fonts(fonts_dir))
+        check_options(self.opts, self.fonts)
 
     def __len__(self) -> int:
         return self.num

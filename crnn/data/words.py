@@ -33,6 +33,8 @@ class TextOptions(Protocol):
 def load_words(path: str | None = None) -> tuple[str, ...]:
     """Words of a word list (one per line, most frequent first); the built-in list by default."""
     path = path or WORDS_PATH
+    if not os.path.isfile(path):
+        raise ValueError(f"word list {path} does not exist")
     with open(path, encoding="utf-8") as f:
         words = tuple(w for w in (ln.strip() for ln in f) if w and not any(c.isspace() for c in w))
     if not words:
