@@ -156,7 +156,7 @@ def _random_chars(rng: random.Random, opts: TextOptions) -> str:
     """Random characters from the alphabet (only those a font can draw)."""
     chars, _ = label_rules(opts.charset)
     pool = sorted(chars & RENDERABLE) or sorted(RENDERABLE)
-    return "".join(rng.choice(pool) for _ in range(rng.randint(1, 10)))
+    return "".join(rng.choice(pool) for _ in range(rng.randint(1, min(10, opts.max_len))))
 
 
 def _candidate(rng: random.Random, opts: TextOptions) -> str:
@@ -178,8 +178,9 @@ def _candidate(rng: random.Random, opts: TextOptions) -> str:
 
 def sample_text(rng: random.Random, opts: TextOptions) -> str:
     """A text to render whose label (:func:`text_label`) is non-empty and at most ``max_len`` long."""
-    for _ in range(100):
-        text = _candidate(rng, opts)
+    for attempt in range(100):
+        # Unusual alphabets: after a while, fall back to strings of the alphabet's own characters.
+        text = _candidate(rng, opts) if attempt < 30 else _random_chars(rng, opts)
         label = text_label(text, opts.charset)
         if label is not None and len(text) <= opts.max_len and set(text) <= RENDERABLE:
             return text
