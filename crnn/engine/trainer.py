@@ -368,7 +368,12 @@ def validate_all(model, vals: dict, charset, cfg: Config, rt: Runtime, step: int
 # ----------------------------------------------------------------------------- the loop
 def train_step(model, batch, opt, scaler, cfg: Config, rt: Runtime, last_micro: bool, bare) -> tuple[float, int]:
     """Forward + backward of one micro-batch (no optimizer step). Returns (loss value, unfit labels)."""
-    images = batch.images.to(rt.device, non_blocking=True)
+    images, targets, target_lengths = batch.images, batch.targets, batch.target_lengths
+    empty = len(batch.labels) == 0  # every image of the batch was corrupt: step on a dummy with zero weight,
+    if empty:                       # so that every DDP rank still takes part in the gradient all-reduce
+        images = torch.zeros(1, cfg.model.in_channels, cfg.data.height, cfg.data.width)
+        targets, target_lengths = torch.zeros(0, dtype=torch.long), torch.zeros(1, dtype=torch.long)
+    images = images.to(rt.device, non_blocking=True)
     if cfg.train.channels_last:
         images = images.contiguous(memory_format=torch.channels_last)
     sync = last_micro or rt.mode != "ddp"
@@ -377,8 +382,8 @@ def train_step(model, batch, opt, scaler, cfg: Config, rt: Runtime, last_micro: 
         with autocast_context(rt.device, cfg.train.amp):
             logits = model(images)  # (B, T, K)
         widths = torch.full((logits.shape[0],), logits.shape[1], dtype=torch.long)
-        res = ctc_loss(logits, batch.targets, batch.target_lengths, widths)
-        loss = res.loss / cfg.train.accum_steps
+        res = ctc_loss(logits, targets, target_lengths, widths)
+        loss = res.loss * (0.0 if empty else 1.0 / cfg.train.accum_steps)
         (scaler.scale(loss) if scaler else loss).backward()
     return float(res.loss.detach()), res.num_unfit
 
