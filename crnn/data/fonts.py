@@ -39,6 +39,12 @@ RARE_STYLE_RE = re.compile(
     re.I,
 )
 RARE_STYLE_WEIGHT = 0.3
+# Signs favour heavy weights: when a folder has bold files, they are drawn this often.
+BOLD_FILE_RE = re.compile(r"bold|black|heavy|semibold|demi|\bbd\b|-b\.", re.I)
+BOLD_SHARE = 0.45
+# ... and are rarely italic: upright files are preferred this often (shear adds some slant anyway).
+ITALIC_FILE_RE = re.compile(r"italic|oblique|slanted|kursiv", re.I)
+UPRIGHT_SHARE = 0.7
 # Hairline weights vanish at 32 px, more so after blur and downscaling.
 THIN_STYLE_RE = re.compile(r"hairline|thin|extra ?light|ultra ?light", re.I)
 PRINTABLE = string.digits + string.ascii_letters + string.punctuation
@@ -162,6 +168,11 @@ class FontPicker:
         for path in self.fonts:
             groups.setdefault(os.path.dirname(path), []).append(path)
         self.groups = [groups[k] for k in sorted(groups)]
+        # per group, keyed (bold?, upright?); an empty choice falls back to the wider one
+        self.pools: list[dict[tuple[bool, bool], list[str]]] = []
+        for g in self.groups:
+            bold = [p for p in g if BOLD_FILE_RE.search(os.path.basename(p))] or g
+            self.pools.append({(False, False): g, (False, True): _upright(g), (True, False): bold, (True, True): _upright(bold)})
         self.weights = [math.sqrt(len(g)) * (RARE_STYLE_WEIGHT if RARE_STYLE_RE.search(g[0]) else 1.0)
                         for g in self.groups]
 
@@ -169,7 +180,8 @@ class FontPicker:
         """A random font that draws every non-space character of ``text``; ValueError if none."""
         need = set(text) - {" "}
         for _ in range(8):
-            group = rng.choices(self.groups, weights=self.weights)[0]
+            g = rng.choices(range(len(self.groups)), weights=self.weights)[0]
+            group = self.pools[g][(rng.random() < BOLD_SHARE, rng.random() < UPRIGHT_SHARE)]
             info = font_info(group[rng.randrange(len(group))])
             if info is not None and need <= info.chars:
                 return info
@@ -177,6 +189,11 @@ class FontPicker:
         if not able:
             raise ValueError(f"no font can draw all of {text!r}")
         return able[rng.randrange(len(able))]
+
+
+def _upright(paths: list[str]) -> list[str]:
+    """The non-italic files of ``paths`` (all of them when every one is italic)."""
+    return [p for p in paths if not ITALIC_FILE_RE.search(os.path.basename(p))] or paths
 
 
 @functools.lru_cache(maxsize=8)

@@ -131,14 +131,14 @@ def _warp(stack: np.ndarray, rng: random.Random, fs: int) -> np.ndarray:
     """Rotate, shear and tilt the mask stack; the output is sized to hold the result."""
     h, w = stack.shape[:2]
     src = np.array([[0, 0], [w, 0], [w, h], [0, h]], float)
-    ang = math.radians(rng.gauss(0, 2.0) if rng.random() < 0.97 else rng.uniform(-10, 10))
+    ang = math.radians(rng.gauss(0, 1.5) if rng.random() < 0.97 else rng.uniform(-10, 10))
     shear = rng.uniform(-0.35, 0.35) if rng.random() < 0.3 else 0.0
     pts = src - [w / 2, h / 2]
-    pts = pts @ np.array([[1, 0], [-shear, 1]]).T  # x += shear * y (y grows down: -shear leans right)
+    pts = pts @ np.array([[1, -shear], [0, 1]]).T  # x -= shear * y: y grows down, so shear > 0 leans right
     c, s = math.cos(ang), math.sin(ang)
     pts = pts @ np.array([[c, -s], [s, c]]).T
-    if rng.random() < 0.35:
-        jitter = fs * rng.uniform(0.05, 0.25)
+    if rng.random() < 0.3:
+        jitter = fs * rng.uniform(0.03, 0.15)
         pts = pts + np.array([[rng.uniform(-jitter, jitter) for _ in range(2)] for _ in range(4)])
     if abs(ang) < 1e-3 and shear == 0.0 and np.allclose(pts + [w / 2, h / 2], src):
         return stack
@@ -151,7 +151,7 @@ def _warp(stack: np.ndarray, rng: random.Random, fs: int) -> np.ndarray:
 def _curve(stack: np.ndarray, rng: random.Random, fs: int) -> np.ndarray:
     """Bend the baseline: shift each column vertically along an arc or a wave."""
     h, w = stack.shape[:2]
-    amp = fs * rng.uniform(0.1, 0.45)
+    amp = fs * rng.uniform(0.1, 0.35)
     x = np.linspace(-1.0, 1.0, w)
     if rng.random() < 0.7:
         shift = amp * (x ** 2) * rng.choice([-1, 1])
@@ -248,7 +248,7 @@ def _luma(c: np.ndarray) -> float:
 def _color(rng: random.Random, lo: float, hi: float) -> np.ndarray:
     """An RGB colour (float32, 0-255) with luma in [lo, hi]; mostly muted, sometimes vivid."""
     target = rng.uniform(lo, hi)
-    sat = rng.random() ** 1.5
+    sat = rng.random() ** 2.5
     hue = np.array([rng.random(), rng.random(), rng.random()]) * 255
     c = np.full(3, 128.0) * (1 - sat) + hue * sat
     c = c * (target / max(_luma(c), 1.0))
@@ -271,7 +271,7 @@ def _palette(rng: random.Random, low_contrast_ok: bool = True) -> tuple[np.ndarr
         bg, fg = _color(rng, 0, 110), _color(rng, 150, 255)
     else:
         bg = _color(rng, 0, 255)
-        gap = rng.uniform(30, 55) if low_contrast_ok and rng.random() < 0.3 else rng.uniform(55, 160)
+        gap = rng.uniform(35, 60) if low_contrast_ok and rng.random() < 0.3 else rng.uniform(60, 160)
         lb = _luma(bg)
         up = lb + gap <= 255 and (lb - gap < 0 or rng.random() < 0.5)
         fg = _color(rng, lb + gap, min(255.0, lb + gap + 40)) if up else _color(rng, max(0.0, lb - gap - 40), lb - gap)
@@ -336,7 +336,7 @@ def _compose(stack: np.ndarray, clutter: np.ndarray | None, style: dict[str, Any
              nrng: np.random.Generator) -> np.ndarray:
     """Colour the mask layers over a background; returns (H, W, 3) float32."""
     h, w = stack.shape[:2]
-    bg_col, fg_col = _palette(rng, style["severity"] < 0.4)
+    bg_col, fg_col = _palette(rng, style["severity"] < 0.3)
     bg = _background(h, w, bg_col, abs(_luma(fg_col) - _luma(bg_col)), rng, nrng)
     img = bg
     if style["shadow"]:
@@ -409,7 +409,7 @@ def _camera(img: np.ndarray, rng: random.Random, nrng: np.random.Generator, opts
         im = im.filter(ImageFilter.Kernel((3, 3), rng.choice(_MOTION_KERNELS), scale=3))
     arr = np.asarray(im, np.float32)
     if rng.random() < 0.3:  # contrast and brightness jitter
-        arr = (arr - 128) * rng.uniform(1 - 0.4 * sev, 1.2) + 128 + rng.uniform(-30, 30)
+        arr = (arr - 128) * rng.uniform(1 - 0.25 * sev, 1.2) + 128 + rng.uniform(-25, 25)
     if rng.random() < 0.5:
         arr = arr + nrng.normal(0, rng.uniform(1, 2 + 8 * sev), arr.shape if rng.random() < 0.5 else arr.shape[:2] + (1,))
     if rng.random() < 0.05:
@@ -434,7 +434,7 @@ def render_word(text: str, rng: random.Random, fonts: list[str], opts: SynthOpti
     stack, style = _layers(text, info, fs, rng)
     style["severity"] = sev = rng.random()
     stack = _warp(stack, rng, fs)
-    if rng.random() < 0.1:
+    if rng.random() < 0.06:
         stack = _curve(stack, rng, fs)
     stack = _crop(stack, _crop_box(stack, rng))
     clutter = _clutter(stack, rng, fonts, fs, opts) if rng.random() < 0.25 else None
