@@ -54,6 +54,7 @@ class SynthOptions:
 
 # ---------------------------------------------------------------------------- text masks
 def _font(info: FontInfo, size: int) -> ImageFont.FreeTypeFont:
+    """The cached font object of ``info`` at ``size`` pixels."""
     return load_font(info.path, size)
 
 
@@ -176,6 +177,7 @@ def _crop_box(stack: np.ndarray, rng: random.Random) -> tuple[int, int, int, int
     loose = rng.random() < 0.15
 
     def pad(lo: float, hi: float) -> int:
+        """A margin in pixels, a fraction of the text height; rarely negative (cuts the text)."""
         v = rng.uniform(lo, hi) * th
         if rng.random() < 0.06:
             v = -rng.uniform(0.0, 0.12) * th  # cut the text slightly
@@ -242,6 +244,7 @@ def _clutter(stack: np.ndarray, rng: random.Random, fonts: Sequence[str], fs: in
 
 # ---------------------------------------------------------------------------- colour
 def _luma(c: np.ndarray) -> float:
+    """Perceived brightness (0-255) of an RGB colour."""
     return float(c[0] * 0.299 + c[1] * 0.587 + c[2] * 0.114)
 
 

@@ -73,8 +73,8 @@ def text_label(text: str, charset: str) -> str | None:
 
 
 def _word(rng: random.Random, words: tuple[str, ...]) -> str:
-    """A word, half the time log-rank weighted (common words often), half uniform."""
-    if rng.random() < 0.5:
+    """A word: 60% log-rank weighted (common, short words often), 40% uniform over the list."""
+    if rng.random() < 0.6:
         return words[int(math.exp(rng.random() * math.log(len(words)))) - 1]
     return words[rng.randrange(len(words))]
 
@@ -107,6 +107,7 @@ def _punctuated(rng: random.Random, words: tuple[str, ...]) -> str:
 
 
 def _digits(rng: random.Random, n: int) -> str:
+    """``n`` random digits."""
     return "".join(rng.choice(string.digits) for _ in range(n))
 
 
