@@ -305,10 +305,13 @@ def _background(h: int, w: int, bg: np.ndarray, gap: float, rng: random.Random,
         other = np.clip(bg + np.array([rng.uniform(-spread, spread) for _ in range(3)], np.float32), 0, 255)
         t = _ramp(h, w, rng)[..., None]
         return out * (1 - t) + other * t
-    if r < 0.8:  # texture: smooth blobs plus fine grain
+    if r < 0.74:  # texture: smooth blobs plus fine grain
         amp = rng.uniform(0.15, 0.6) * spread
         tex = _smooth_noise(nrng, h, w, rng.uniform(2, max(3.0, h / 2)), rng.choice([1, 3])) * amp
         return np.clip(out + tex, 0, 255)
+    if r < 0.8:  # stripes: siding, blinds, brick courses, corrugated metal
+        t = _ramp(h, w, rng) * rng.uniform(3, 12) * 2 * math.pi
+        return np.clip(out + (np.sin(t) * rng.uniform(0.2, 0.5) * spread)[..., None], 0, 255)
     im = Image.fromarray(out.astype(np.uint8))  # clutter: soft shapes in nearby colours
     draw = ImageDraw.Draw(im)
     for _ in range(rng.randint(2, 6)):
@@ -352,12 +355,20 @@ def _compose(stack: np.ndarray, clutter: np.ndarray | None, style: dict[str, Any
         lf = _luma(fg_col)
         stroke_col = _color(rng, 0, max(0.0, lf - 70)) if lf > 127 else _color(rng, min(255.0, lf + 70), 255)
         img = _blend(img, stack[..., 1], stroke_col)
-    fill: np.ndarray = fg_col
-    if rng.random() < 0.15:  # text colour gradient
-        other = np.clip(fg_col + np.array([rng.uniform(-60, 60) for _ in range(3)], np.float32), 0, 255)
+    return _blend(img, stack[..., 0], _fill_colour(fg_col, h, w, rng, nrng))
+
+
+def _fill_colour(fg: np.ndarray, h: int, w: int, rng: random.Random, nrng: np.random.Generator) -> np.ndarray:
+    """Text colour: flat, a gradient, or worn/metallic texture (mottled paint, light on relief)."""
+    r = rng.random()
+    if r < 0.15:
+        other = np.clip(fg + np.array([rng.uniform(-60, 60) for _ in range(3)], np.float32), 0, 255)
         t = _ramp(h, w, rng)[..., None]
-        fill = fg_col * (1 - t) + other * t
-    return _blend(img, stack[..., 0], fill)
+        return fg * (1 - t) + other * t
+    if r < 0.25:
+        tex = _smooth_noise(nrng, h, w, rng.uniform(1.5, 6.0), 1) * rng.uniform(15, 45)
+        return np.clip(fg + tex, 0, 255)
+    return fg
 
 
 def _lighting(img: np.ndarray, rng: random.Random) -> np.ndarray:
