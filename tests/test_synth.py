@@ -179,3 +179,32 @@ def test_cli_usage_errors_exit_2(capsys: pytest.CaptureFixture) -> None:
         synth_main(["--num", "5"])
     assert e.value.code == 2
     assert "--out" in capsys.readouterr().err
+
+
+BEBAS = "/usr/share/fonts/opentype/bebas-neue/BebasNeue-Regular.otf"
+BALKER = "/usr/share/fonts/truetype/dustin/Balker.ttf"
+
+
+@pytest.mark.skipif(not os.path.isfile(BEBAS), reason="fonts-bebas-neue not installed")
+def test_all_caps_face_does_not_count_as_drawing_lower_case() -> None:
+    info = font_info(BEBAS)
+    assert info is not None and info.caps_only
+    assert set(string.ascii_uppercase) <= info.chars and not set(string.ascii_lowercase) & info.chars
+    with pytest.raises(ValueError, match="no font can draw"):
+        FontPicker([BEBAS]).pick("hello", random.Random(0))
+    assert FontPicker([BEBAS]).pick("HELLO", random.Random(0)).path == BEBAS
+
+
+@pytest.mark.skipif(not os.path.isfile(BALKER), reason="fonts-dustin not installed")
+def test_placeholder_boxes_count_as_missing_glyphs() -> None:
+    info = font_info(BALKER)  # draws every digit as the same empty box
+    assert info is not None and set(string.ascii_letters) <= info.chars
+    assert not set(string.digits) & info.chars
+
+
+@pytest.mark.parametrize("path", ["/usr/share/fonts/opentype/urw-base35/D050000L.otf",
+                                  "/usr/share/fonts/opentype/urw-base35/StandardSymbolsPS.otf"])
+def test_symbol_and_dingbat_fonts_are_excluded(path: str) -> None:
+    if not os.path.isfile(path):
+        pytest.skip("fonts-urw-base35 not installed")
+    assert font_info(path) is None
