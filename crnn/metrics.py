@@ -1,0 +1,161 @@
+"""Recognition metrics: word accuracy, character error rate and ICDAR-2019 normalised edit distance.
+
+:class:`RecognitionMetrics` keeps plain counts so that ranks can sum them: move
+``state_tensor()`` to the device, ``all_reduce`` it with SUM, then ``load_state_tensor()``.
+"""
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Sequence
+
+import torch
+
+PROTOCOLS = ("exact", "alnum-insensitive")
+_NOT_ALNUM = re.compile(r"[^0-9a-z]")
+_STATE_FIELDS = ("samples", "correct", "edits", "label_chars", "ned_sum")
+
+
+def edit_distance(a: Sequence, b: Sequence) -> int:
+    """Levenshtein distance (unit-cost insert / delete / substitute) between two sequences."""
+    if a == b:
+        return 0
+    start = 0  # common prefix and suffix never change the distance
+    while start < len(a) and start < len(b) and a[start] == b[start]:
+        start += 1
+    end_a, end_b = len(a), len(b)
+    while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
+        end_a -= 1
+        end_b -= 1
+    a, b = a[start:end_a], b[start:end_b]
+    if len(a) < len(b):
+        a, b = b, a
+    if not b:
+        return len(a)
+    prev = list(range(len(b) + 1))  # distances from a[:i-1] to every prefix of b
+    for i, ca in enumerate(a, 1):
+        left = i
+        cur = [i]
+        for cb, diag, up in zip(b, prev, prev[1:]):  # unrolled min() of the three moves: ~1.7x faster
+            sub = diag + (ca != cb)
+            if up < left:
+                left = up
+            left += 1
+            if sub < left:
+                left = sub
+            cur.append(left)
+        prev = cur
+    return prev[-1]
+
+
+def normalize_text(text: str, protocol: str) -> str:
+    """Map a string to the form compared under ``protocol`` ("exact" or "alnum-insensitive")."""
+    if protocol == "exact":
+        return text
+    if protocol == "alnum-insensitive":
+        return _NOT_ALNUM.sub("", text.lower())
+    raise ValueError(f"unknown metric protocol {protocol!r}; valid protocols: {', '.join(PROTOCOLS)}")
+
+
+class RecognitionMetrics:
+    """Accumulates word accuracy, CER and 1-NED over batches of (prediction, label) strings.
+
+    Both strings are normalised with :func:`normalize_text` under ``protocol`` before comparing.
+    ``compute()`` returns ``{"samples", "word_acc", "cer", "ned"}``:
+
+    - ``word_acc`` = correct / samples;
+    - ``cer`` = total edit distance / total label characters (after normalisation; a divisor of
+      0 is taken as 1, so all-empty labels give the raw edit count);
+    - ``ned`` = the ICDAR-2019 "1-N.E.D." score: 1 - mean over samples of
+      ``edit_distance / max(len(pred), len(label))``, an empty-vs-empty pair counting 0 distance.
+      Higher is better, 1.0 is perfect.
+
+    With no samples every rate is 0.0. ``keep_errors=N`` keeps the N wrong samples with the
+    highest edit distance (earliest first on ties) as ``(label, pred, distance)`` with the raw
+    strings; they are local to this object and are not part of the state tensor.
+    """
+
+    def __init__(self, protocol: str = "exact", keep_errors: int = 0) -> None:
+        normalize_text("", protocol)  # validate early
+        self.protocol = protocol
+        self.keep_errors = int(keep_errors)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget all samples."""
+        self.samples = 0
+        self.correct = 0
+        self.edits = 0
+        self.label_chars = 0
+        self.ned_sum = 0.0
+        self._errors: list[tuple[int, int, str, str]] = []  # min-heap of (distance, -order, label, pred)
+        self._n_errors = 0  # order stamp for ties: earlier errors win
+
+    def update(self, preds: Sequence[str], labels: Sequence[str]) -> None:
+        """Add one batch of predictions and their ground-truth labels."""
+        if len(preds) != len(labels):
+            raise ValueError(f"got {len(preds)} predictions for {len(labels)} labels; pass one prediction per label")
+        for pred, label in zip(preds, labels):
+            p, g = normalize_text(pred, self.protocol), normalize_text(label, self.protocol)
+            dist = edit_distance(p, g)
+            self.samples += 1
+            self.correct += dist == 0
+            self.edits += dist
+            self.label_chars += len(g)
+            if dist:
+                self.ned_sum += dist / max(len(p), len(g))
+                self._keep_error(dist, label, pred)
+
+    def _keep_error(self, dist: int, label: str, pred: str) -> None:
+        """Push one error onto the bounded worst-errors heap."""
+        if self.keep_errors <= 0:
+            return
+        self._n_errors += 1
+        item = (dist, -self._n_errors, label, pred)
+        if len(self._errors) < self.keep_errors:
+            heapq.heappush(self._errors, item)
+        elif item > self._errors[0]:
+            heapq.heapreplace(self._errors, item)
+
+    def errors(self) -> list[tuple[str, str, int]]:
+        """The kept worst errors as (label, pred, distance), highest distance first."""
+        return [(label, pred, d) for d, _, label, pred in sorted(self._errors, reverse=True)]
+
+    def compute(self) -> dict[str, float]:
+        """Current metrics: samples, word_acc, cer, ned (= 1 - mean normalised edit distance)."""
+        n = self.samples
+        return {
+            "samples": n,
+            "word_acc": self.correct / n if n else 0.0,
+            "cer": self.edits / max(self.label_chars, 1) if n else 0.0,
+            "ned": 1.0 - self.ned_sum / n if n else 0.0,
+        }
+
+    def state_tensor(self) -> torch.Tensor:
+        """Counts as a float64 ``[5]`` tensor (samples, correct, edits, label_chars, ned_sum) for all_reduce SUM."""
+        return torch.tensor([self.samples, self.correct, self.edits, self.label_chars, self.ned_sum],
+                            dtype=torch.float64)
+
+    def load_state_tensor(self, t: torch.Tensor) -> None:
+        """Replace the counts with those in ``t`` (e.g. after summing across ranks); kept errors are untouched."""
+        if t.dim() != 1 or t.numel() != len(_STATE_FIELDS):
+            raise ValueError(f"expected a 1-D state tensor of {len(_STATE_FIELDS)} values {_STATE_FIELDS}, "
+                             f"got shape {tuple(t.shape)}")
+        vals = t.detach().to("cpu", torch.float64).tolist()
+        self.samples, self.correct, self.edits, self.label_chars = (round(v) for v in vals[:4])
+        self.ned_sum = vals[4]
+
+    @classmethod
+    def from_state_tensor(cls, t: torch.Tensor, protocol: str = "exact") -> "RecognitionMetrics":
+        """A new accumulator holding the counts in ``t``."""
+        m = cls(protocol)
+        m.load_state_tensor(t)
+        return m
+
+    def merge(self, other: "RecognitionMetrics") -> None:
+        """Add another local accumulator's counts (and kept errors) into this one."""
+        if other.protocol != self.protocol:
+            raise ValueError(f"cannot merge metrics with protocol {other.protocol!r} into {self.protocol!r}")
+        self.load_state_tensor(self.state_tensor() + other.state_tensor())
+        for dist, _, label, pred in sorted(other._errors, key=lambda e: -e[1]):  # other's arrival order
+            self._keep_error(dist, label, pred)

@@ -1,0 +1,115 @@
+"""Recognition metrics: edit distance, protocols, accumulator and its state tensor."""
+import random
+
+import pytest
+import torch
+
+from crnn.metrics import RecognitionMetrics, edit_distance, normalize_text
+
+
+def reference_distance(a, b) -> int:
+    """Full-matrix Levenshtein, written independently of the library version."""
+    d = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+    return d[-1][-1]
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    ("kitten", "sitting", 3), ("", "abc", 3), ("abc", "", 3), ("", "", 0), ("same", "same", 0),
+    ("flaw", "lawn", 2), ("abcab", "abab", 1), ("aaa", "aaaa", 1), ([1, 2, 3], [1, 3], 1),
+])
+def test_edit_distance_known_values(a, b, expected):
+    assert edit_distance(a, b) == expected
+    assert edit_distance(b, a) == expected
+
+
+def test_edit_distance_matches_reference_on_random_strings():
+    rng = random.Random(0)
+    for _ in range(300):
+        a = "".join(rng.choice("abc") for _ in range(rng.randint(0, 8)))
+        b = "".join(rng.choice("abc") for _ in range(rng.randint(0, 8)))
+        assert edit_distance(a, b) == reference_distance(a, b) == edit_distance(b, a), (a, b)
+
+
+def test_normalize_text_protocols():
+    assert normalize_text("Hello, World-42!", "exact") == "Hello, World-42!"
+    assert normalize_text("Hello, World-42!", "alnum-insensitive") == "helloworld42"
+    assert normalize_text("Café", "alnum-insensitive") == "caf"
+    with pytest.raises(ValueError, match="exact, alnum-insensitive"):
+        normalize_text("x", "case-insensitive")
+    with pytest.raises(ValueError, match="alnum-insensitive"):
+        RecognitionMetrics("nope")
+
+
+def test_accumulator_counts_and_rates():
+    m = RecognitionMetrics()
+    m.update(["hello", "wrld", "", "abc"], ["hello", "world", "", "xyz"])
+    assert (m.samples, m.correct, m.edits, m.label_chars) == (4, 2, 4, 13)
+    out = m.compute()
+    assert set(out) == {"samples", "word_acc", "cer", "ned"}
+    assert out["samples"] == 4
+    assert out["word_acc"] == pytest.approx(0.5)
+    assert out["cer"] == pytest.approx(4 / 13)
+    assert out["ned"] == pytest.approx(1 - (0 + 1 / 5 + 0 + 3 / 3) / 4)
+
+
+def test_protocol_applies_before_comparing():
+    preds, labels = ["hello", "it's"], ["Hello!", "ITS"]
+    assert RecognitionMetrics("exact").compute()["samples"] == 0
+    exact = RecognitionMetrics("exact")
+    exact.update(preds, labels)
+    loose = RecognitionMetrics("alnum-insensitive")
+    loose.update(preds, labels)
+    assert exact.compute()["word_acc"] == 0.0
+    assert loose.compute() == {"samples": 2, "word_acc": 1.0, "cer": 0.0, "ned": 1.0}
+    assert loose.label_chars == 8  # "hello" + "its"
+
+
+def test_empty_accumulator_and_length_mismatch():
+    m = RecognitionMetrics()
+    assert m.compute() == {"samples": 0, "word_acc": 0.0, "cer": 0.0, "ned": 0.0}
+    with pytest.raises(ValueError, match="2 predictions for 1 labels"):
+        m.update(["a", "b"], ["a"])
+
+
+def test_state_tensors_merge_like_one_accumulator():
+    rng = random.Random(3)
+    labels = ["".join(rng.choice("ab1") for _ in range(rng.randint(0, 6))) for _ in range(60)]
+    preds = [lab if rng.random() < 0.4 else lab[::-1] + rng.choice(["", "a"]) for lab in labels]
+    whole = RecognitionMetrics()
+    whole.update(preds, labels)
+    left, right = RecognitionMetrics(), RecognitionMetrics()
+    left.update(preds[:25], labels[:25])
+    right.update(preds[25:], labels[25:])
+    state = left.state_tensor() + right.state_tensor()
+    assert state.dtype == torch.float64 and state.dim() == 1
+    merged = RecognitionMetrics.from_state_tensor(state)
+    assert merged.compute() == pytest.approx(whole.compute())
+    assert merged.compute()["samples"] == 60
+    left.load_state_tensor(state)
+    assert left.compute() == pytest.approx(whole.compute())
+    with pytest.raises(ValueError, match="state tensor"):
+        left.load_state_tensor(torch.zeros(3))
+
+
+def test_keep_errors_returns_worst_first():
+    m = RecognitionMetrics(keep_errors=2)
+    m.update(["ok", "ab", "xyzw", "qq", "cd"], ["ok", "ac", "abcd", "ab", "ce"])
+    assert m.errors() == [("abcd", "xyzw", 4), ("ab", "qq", 2)]
+    assert RecognitionMetrics().errors() == []
+    ties = RecognitionMetrics(keep_errors=1)
+    ties.update(["x", "y", "z"], ["a", "b", "c"])
+    assert ties.errors() == [("a", "x", 1)]  # equal distances: the earliest is kept
+
+
+def test_merge_adds_counts_and_errors():
+    a, b = RecognitionMetrics(keep_errors=3), RecognitionMetrics(keep_errors=3)
+    a.update(["x", "abc"], ["y", "abc"])
+    b.update(["zzzz", "ab"], ["a", "ab"])
+    a.merge(b)
+    assert a.compute()["samples"] == 4 and a.correct == 2
+    assert a.errors() == [("a", "zzzz", 4), ("y", "x", 1)]
+    with pytest.raises(ValueError, match="protocol"):
+        a.merge(RecognitionMetrics("alnum-insensitive"))
