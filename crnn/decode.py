@@ -1,0 +1,252 @@
+"""CTC decoding of batch-first posteriors ``[B, T, C]`` (blank = 0): greedy, prefix beam search, lexicon.
+
+Every decoder takes logits or log-probabilities (``log_softmax`` is applied either way, in float32),
+optional ``lengths [B]`` (valid time steps per sample; steps past them are ignored) and returns one
+``(text, confidence)`` per sample. Confidences are probabilities in [0, 1]:
+
+- greedy: probability of the single best *path* (product of the per-step maxima);
+- beam / lexicon: probability of the returned *labelling*, summed over all its alignments (exact CTC
+  forward algorithm), so it is >= the greedy path probability of the same text.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from crnn.charset import BLANK, Charset
+
+DECODE_METHODS = ("greedy", "beam")
+NEG_INF = float("-inf")
+_SCORE_CHUNK = 256  # candidate labellings per ctc_loss call
+BEAM_PRUNE_NATS = 10.0  # beam search drops prefixes less than e^-10 as probable as the best one
+
+
+def _prepare(logits: torch.Tensor, charset: Charset,
+             lengths: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Validate inputs; return float32 log-probs ``[B, T, C]`` and int64 lengths ``[B]`` on the same device."""
+    if logits.dim() != 3 or logits.shape[-1] != charset.num_classes:
+        raise ValueError(f"expected logits [B, T, {charset.num_classes}] for {charset!r}, "
+                         f"got shape {tuple(logits.shape)}")
+    B, T, _ = logits.shape
+    log_probs = logits.float().log_softmax(-1)  # [B, T, C]
+    if lengths is None:
+        return log_probs, torch.full((B,), T, dtype=torch.long, device=logits.device)
+    lengths = torch.as_tensor(lengths, device=logits.device).long().reshape(-1)  # [B]
+    if lengths.numel() != B or bool(((lengths < 0) | (lengths > T)).any()):
+        raise ValueError(f"lengths must hold {B} values in [0, {T}], got {lengths.tolist()}")
+    return log_probs, lengths
+
+
+def greedy_decode(logits: torch.Tensor, charset: Charset,
+                  lengths: torch.Tensor | None = None) -> list[tuple[str, float]]:
+    """Best-path decoding: argmax per step, merge repeats, drop blanks; confidence = best-path probability."""
+    log_probs, lengths = _prepare(logits, charset, lengths)
+    B, T, _ = log_probs.shape
+    best, ids = log_probs.max(-1)  # [B, T]
+    valid = torch.arange(T, device=ids.device)[None, :] < lengths[:, None]  # [B, T]
+    best = torch.where(valid, best, torch.zeros_like(best)).cpu()  # [B, T] log p of the chosen class
+    conf = best.double().sum(1).exp()  # [B] product of probabilities, in float64
+    prev = torch.full_like(ids, BLANK)  # [B, T] previous step's id (blank before the first step)
+    prev[:, 1:] = ids[:, :-1]
+    keep = valid & (ids != BLANK) & (ids != prev)  # [B, T]
+    ids, keep = ids.cpu(), keep.cpu()
+    return [(charset.decode(ids[b][keep[b]].tolist()), float(conf[b])) for b in range(B)]
+
+
+def sequence_log_likelihood(log_probs: torch.Tensor, labellings: Sequence[Sequence[int]]) -> torch.Tensor:
+    """Exact CTC log P(labelling | x) of each labelling under one sample's logits or log-probs ``[T, C]`` -> ``[N]``.
+
+    Uses the forward algorithm of ``F.ctc_loss`` in float64 (result float64), batched over labellings; an
+    impossible labelling (too long for T) scores ``-inf``.
+    """
+    T, C = log_probs.shape
+    if T == 0:
+        return torch.tensor([0.0 if len(lab) == 0 else NEG_INF for lab in labellings], dtype=torch.float64)
+    lp = log_probs.detach().to("cpu", torch.float64).log_softmax(-1).unsqueeze(1)  # [T, 1, C]
+    scores = []
+    for start in range(0, len(labellings), _SCORE_CHUNK):
+        group = labellings[start:start + _SCORE_CHUNK]
+        targets = torch.tensor([i for lab in group for i in lab], dtype=torch.long)  # [sum L]
+        target_lengths = torch.tensor([len(lab) for lab in group], dtype=torch.long)  # [N]
+        input_lengths = torch.full((len(group),), T, dtype=torch.long)  # [N]
+        nll = F.ctc_loss(lp.expand(T, len(group), C), targets, input_lengths, target_lengths,
+                         blank=BLANK, reduction="none", zero_infinity=False)  # [N]
+        scores.append(-nll)
+    return torch.cat(scores) if scores else torch.zeros(0, dtype=torch.float64)
+
+
+def _logaddexp(a: float, b: float) -> float:
+    """log(exp(a) + exp(b)) for Python floats, -inf safe."""
+    if a < b:
+        a, b = b, a
+    if b == NEG_INF:
+        return a
+    return a + math.log1p(math.exp(b - a))
+
+
+def _beam_steps(rows: list[list[float]], chars: list[list[int]], width: int) -> list[tuple[tuple[int, ...], float]]:
+    """The prefix beam search loop over per-step log-probs ``rows[t][c]``, extending only with ``chars[t]``."""
+    beam: dict[tuple[int, ...], tuple[float, float]] = {(): (0.0, NEG_INF)}  # prefix -> (log p_blank, log p_nonblank)
+    for row, step_chars in zip(rows, chars):
+        nxt: dict[tuple[int, ...], list[float]] = {}
+        for prefix, (p_b, p_nb) in beam.items():
+            p_tot = _logaddexp(p_b, p_nb)
+            same = nxt.setdefault(prefix, [NEG_INF, NEG_INF])
+            same[0] = _logaddexp(same[0], p_tot + row[BLANK])
+            last = prefix[-1] if prefix else None
+            if last is not None:  # repeated last char without a blank collapses into the same prefix
+                same[1] = _logaddexp(same[1], p_nb + row[last])
+            for c in step_chars:
+                ext = nxt.setdefault(prefix + (c,), [NEG_INF, NEG_INF])
+                # a repeat of the last char only starts a new symbol after a blank
+                ext[1] = _logaddexp(ext[1], (p_b if c == last else p_tot) + row[c])
+        scored = [(_logaddexp(p_b, p_nb), prefix, p_b, p_nb) for prefix, (p_b, p_nb) in nxt.items()]
+        best = heapq.nlargest(width, scored)
+        cut = best[0][0] - BEAM_PRUNE_NATS  # prefixes this far behind the leader are dropped
+        beam = {prefix: (p_b, p_nb) for total, prefix, p_b, p_nb in best if total >= cut}
+    return [(prefix, _logaddexp(p_b, p_nb)) for prefix, (p_b, p_nb) in beam.items()]
+
+
+def prefix_beam_search(log_probs: torch.Tensor, beam_width: int = 10,
+                       prune_threshold: float = 1e-3) -> list[tuple[tuple[int, ...], float]]:
+    """N-best labellings (class ids) of one sample's logits or log-probs ``[T, C]``, best first, with log-probabilities.
+
+    Each prefix tracks log P(ending in blank) and log P(ending in its last char); equal prefixes
+    reached by different alignments are merged, so a score sums the alignments kept in the beam
+    (exact when nothing is pruned). Each step extends prefixes only with the ``beam_width`` most
+    likely non-blank chars whose probability is >= ``prune_threshold``, then keeps the
+    ``beam_width`` best prefixes, minus those more than ``BEAM_PRUNE_NATS`` behind the best.
+    """
+    if beam_width < 1:
+        raise ValueError(f"beam_width must be >= 1, got {beam_width}")
+    log_probs = log_probs.detach().float().cpu().log_softmax(-1)  # [T, C]
+    log_threshold = math.log(prune_threshold) if prune_threshold > 0 else NEG_INF
+    k = min(beam_width, log_probs.shape[-1] - 1)
+    top_lp, top_ids = log_probs[:, 1:].topk(k, dim=-1)  # [T, k]
+    top_ids = torch.where(top_lp >= log_threshold, top_ids + 1, torch.full_like(top_ids, BLANK))  # [T, k]
+    chars = [[c for c in step if c != BLANK] for step in top_ids.tolist()]
+    return _beam_steps(log_probs.tolist(), chars, beam_width)
+
+
+def _collapse(ids: list[int]) -> tuple[int, ...]:
+    """CTC collapse of one path: merge repeats, then drop blanks."""
+    out = []
+    prev = BLANK
+    for i in ids:
+        if i != prev and i != BLANK:
+            out.append(i)
+        prev = i
+    return tuple(out)
+
+
+class Lexicon:
+    """A word list prepared once for lexicon decoding with one charset.
+
+    Words are case-folded like ``charset.normalize`` does; words with characters outside the
+    alphabet are skipped whatever its unknown policy (the model cannot spell them), as are empty
+    words and duplicates. Edit distances to all words are computed at once in torch.
+    """
+
+    def __init__(self, words: Iterable[str], charset: Charset) -> None:
+        self.charset = charset
+        encoded: dict[str, list[int]] = {}
+        for word in words:
+            norm = word.lower() if charset.lowercase else word
+            if norm and norm not in encoded and all(c in charset.index for c in norm):
+                encoded[norm] = [charset.index[c] for c in norm]
+        self.words = list(encoded)
+        self.ids = list(encoded.values())
+        self.lengths = torch.tensor([len(ids) for ids in self.ids], dtype=torch.long)  # [N]
+        width = int(self.lengths.max()) if self.ids else 0
+        self.padded = torch.full((len(self.ids), width), -1, dtype=torch.int32)  # [N, L] class ids, -1 = padding
+        filled = torch.arange(width)[None, :] < self.lengths[:, None]  # [N, L] row-major, like the flat ids
+        self.padded[filled] = torch.tensor([i for ids in self.ids for i in ids], dtype=torch.int32)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def distances(self, text: str) -> torch.Tensor:
+        """Levenshtein distance from ``text`` to every word -> int64 ``[N]`` (one DP row per char of text)."""
+        N, L = self.padded.shape
+        cols = torch.arange(L + 1, dtype=torch.int32)  # [L+1]
+        row = cols.expand(N, L + 1)  # [N, L+1] distance from text[:0] to word[:j]
+        for i, ch in enumerate(text, 1):
+            mismatch = self.padded != self.charset.index.get(ch, -2)  # [N, L]
+            best = torch.minimum(row[:, :-1] + mismatch, row[:, 1:] + 1)  # [N, L] substitute / delete
+            best = torch.cat([torch.full((N, 1), i, dtype=torch.int32), best], 1)  # [N, L+1]
+            row = torch.cummin(best - cols, dim=1).values + cols  # insertions: min(best[j], row[j-1] + 1)
+        return row.gather(1, self.lengths[:, None]).squeeze(1).long()  # [N]
+
+    def nearest(self, text: str, k: int) -> list[int]:
+        """Indices (in lexicon order) of the ``k`` words nearest ``text`` in edit distance; ties keep lexicon order."""
+        N = len(self.words)
+        if k >= N:
+            return list(range(N))
+        key = self.distances(text) * N + torch.arange(N)  # [N] distance first, then lexicon position
+        return sorted(torch.topk(key, max(k, 0), largest=False).indices.tolist())
+
+    def best(self, log_probs: torch.Tensor, hint: str, max_candidates: int = 0) -> tuple[str, float] | None:
+        """Most likely word and its log-probability under one sample's ``[T, C]`` (None if no word is possible).
+
+        With ``max_candidates > 0`` only that many words nearest ``hint`` are scored.
+        """
+        if not self.words:
+            return None
+        picks = self.nearest(hint, max_candidates) if max_candidates > 0 else list(range(len(self.words)))
+        scores = sequence_log_likelihood(log_probs, [self.ids[i] for i in picks])  # [N]
+        top = int(scores.argmax())
+        if scores[top] == NEG_INF:
+            return None
+        return self.words[picks[top]], float(scores[top])
+
+
+def beam_decode(logits: torch.Tensor, charset: Charset, lengths: torch.Tensor | None = None,
+                beam_width: int = 10, lexicon: Sequence[str] | Lexicon | None = None,
+                prune_threshold: float = 1e-3, max_lexicon_candidates: int = 1000) -> list[tuple[str, float]]:
+    """CTC prefix beam search; confidence = exact probability of the returned labelling.
+
+    Runs :func:`prefix_beam_search` per sample; the final beam plus the greedy labelling are rescored
+    with the exact forward algorithm and the most probable wins, so the result is never less
+    probable than greedy's. With ``lexicon`` (a word list, or a :class:`Lexicon` built once and
+    reused across batches) the answer is the lexicon word of highest CTC likelihood instead;
+    lexicons longer than ``max_lexicon_candidates`` (0 = no limit) are first cut to the words
+    nearest the beam result in edit distance. If no lexicon word is possible the beam result is
+    returned.
+    """
+    if beam_width < 1:
+        raise ValueError(f"beam_width must be >= 1, got {beam_width}")
+    log_probs, lengths = _prepare(logits, charset, lengths)
+    log_probs, lengths = log_probs.cpu(), lengths.tolist()  # [B, T, C]
+    greedy_ids = log_probs.argmax(-1).tolist()  # [B][T]
+    if lexicon is not None and not isinstance(lexicon, Lexicon):
+        lexicon = Lexicon(lexicon, charset)
+    if lexicon is not None and (lexicon.charset.chars, lexicon.charset.lowercase) != (charset.chars, charset.lowercase):
+        raise ValueError(f"the lexicon was built for {lexicon.charset!r}, not {charset!r}; rebuild it")
+    results = []
+    for b, n in enumerate(lengths):
+        lp = log_probs[b, :n]  # [T_b, C]
+        nbest = prefix_beam_search(lp, beam_width, prune_threshold)
+        cands = list(dict.fromkeys([ids for ids, _ in nbest] + [_collapse(greedy_ids[b][:n])]))
+        scores = sequence_log_likelihood(lp, cands)  # [N]
+        best = int(scores.argmax())
+        text, score = charset.decode(cands[best]), float(scores[best])
+        if lexicon is not None:
+            text, score = lexicon.best(lp, text, max_lexicon_candidates) or (text, score)
+        results.append((text, math.exp(score)))
+    return results
+
+
+def decode(logits: torch.Tensor, charset: Charset, method: str = "greedy",
+           lengths: torch.Tensor | None = None, **kw) -> list[tuple[str, float]]:
+    """Dispatch to :func:`greedy_decode` or :func:`beam_decode` (``kw`` go to the beam decoder)."""
+    if method == "greedy":
+        if kw:
+            raise TypeError(f"greedy decoding takes no options, got {sorted(kw)}")
+        return greedy_decode(logits, charset, lengths)
+    if method == "beam":
+        return beam_decode(logits, charset, lengths, **kw)
+    raise ValueError(f"unknown decode method {method!r}; valid methods: {', '.join(DECODE_METHODS)}")

@@ -1,0 +1,274 @@
+"""CTC decoding: greedy, prefix beam search, lexicon, confidences, lengths masking."""
+import itertools
+import math
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from crnn.charset import Charset
+from crnn.decode import (Lexicon, beam_decode, decode, greedy_decode, prefix_beam_search,
+                         sequence_log_likelihood)
+from crnn.metrics import edit_distance
+
+AB = Charset("ab")  # classes: 0 blank, 1 a, 2 b
+
+
+def path_logits(paths: list[list[int]], num_classes: int, top: float = 0.7) -> torch.Tensor:
+    """Log-probs [B, T, C] where each step puts ``top`` on the path's id and spreads the rest."""
+    rest = (1.0 - top) / (num_classes - 1)
+    probs = torch.full((len(paths), len(paths[0]), num_classes), rest)
+    probs.scatter_(2, torch.tensor(paths)[..., None], top)
+    return probs.log()
+
+
+def collapse(path) -> tuple[int, ...]:
+    """Reference CTC collapse."""
+    out = [c for i, c in enumerate(path) if c != 0 and (i == 0 or c != path[i - 1])]
+    return tuple(out)
+
+
+def brute_force_labellings(probs: torch.Tensor) -> dict[tuple[int, ...], float]:
+    """P(labelling) for one sample [T, C] by enumerating every path (tiny T and C only)."""
+    T, C = probs.shape
+    totals: dict[tuple[int, ...], float] = {}
+    for path in itertools.product(range(C), repeat=T):
+        p = math.prod(float(probs[t, c]) for t, c in enumerate(path))
+        totals[collapse(path)] = totals.get(collapse(path), 0.0) + p
+    return totals
+
+
+def true_log_prob(log_probs: torch.Tensor, text: str, charset: Charset) -> float:
+    """Reference log P(text | x) for one sample [T, C] via ctc_loss in float64."""
+    targets, lengths = charset.encode([text])
+    lp = log_probs.double()[:, None, :]  # [T, 1, C]
+    nll = F.ctc_loss(lp, targets, torch.tensor([lp.shape[0]]), lengths, reduction="none")
+    return -float(nll[0])
+
+
+# ------------------------------------------------------------------ greedy
+def test_greedy_collapses_repeats_and_drops_blanks():
+    logits = path_logits([[1, 1, 0, 1, 2, 2, 0], [1, 1, 1, 1, 1, 1, 1], [1, 0, 1, 0, 0, 2, 1]], 3)
+    texts = [t for t, _ in greedy_decode(logits, AB)]
+    assert texts == ["aab", "a", "aaba"]
+
+
+def test_greedy_confidence_is_best_path_probability():
+    (text, conf), = greedy_decode(path_logits([[1, 0, 2, 2]], 3, top=0.7), AB)
+    assert text == "ab"
+    assert conf == pytest.approx(0.7 ** 4, rel=1e-5)
+
+
+def test_greedy_all_blank_gives_empty_text():
+    (text, conf), = greedy_decode(path_logits([[0, 0, 0]], 3, top=0.9), AB)
+    assert text == "" and conf == pytest.approx(0.9 ** 3, rel=1e-5)
+
+
+def test_greedy_lengths_mask_padding():
+    logits = path_logits([[1, 2, 2, 1], [2, 0, 1, 1]], 3, top=0.8)
+    out = greedy_decode(logits, AB, lengths=torch.tensor([2, 4]))
+    assert out[0][0] == "ab" and out[0][1] == pytest.approx(0.8 ** 2, rel=1e-5)
+    assert out[1][0] == "ba" and out[1][1] == pytest.approx(0.8 ** 4, rel=1e-5)
+    assert greedy_decode(logits[:1, :2], AB) == [out[0]]
+
+
+def test_zero_length_sample_is_empty_with_confidence_one():
+    logits = path_logits([[1, 2]], 3)
+    for method in ("greedy", "beam"):
+        (text, conf), = decode(logits, AB, method, lengths=torch.tensor([0]))
+        assert (text, conf) == ("", pytest.approx(1.0)), method
+
+
+def test_greedy_accepts_other_float_dtypes():
+    torch.manual_seed(0)
+    logits = torch.randn(4, 9, 3) * 4
+    ref = [t for t, _ in greedy_decode(logits, AB)]
+    assert [t for t, _ in greedy_decode(logits.double(), AB)] == ref
+    assert [t for t, _ in greedy_decode(logits.to(torch.bfloat16).float(), AB)] == \
+        [t for t, _ in greedy_decode(logits.to(torch.bfloat16), AB)]
+
+
+def test_bad_shapes_are_rejected():
+    with pytest.raises(ValueError, match=r"\[B, T, 3\]"):
+        greedy_decode(torch.zeros(2, 5, 4), AB)
+    with pytest.raises(ValueError, match="lengths"):
+        greedy_decode(torch.zeros(2, 5, 3), AB, lengths=torch.tensor([5, 6]))
+    with pytest.raises(ValueError, match="lengths"):
+        beam_decode(torch.zeros(2, 5, 3), AB, lengths=torch.tensor([5]))
+
+
+# ------------------------------------------------------------------ beam
+def test_beam_beats_greedy_on_the_classic_example():
+    # each step: blank 0.6, a 0.4. Best path "" (0.36) but P("a") = 0.16 + 0.24 + 0.24 = 0.64
+    logits = torch.tensor([[[0.6, 0.4, 0.0], [0.6, 0.4, 0.0]]]).log()
+    assert greedy_decode(logits, AB)[0] == ("", pytest.approx(0.36))
+    assert beam_decode(logits, AB, beam_width=2)[0] == ("a", pytest.approx(0.64))
+
+
+def test_beam_distinguishes_repeat_with_and_without_blank():
+    logits = path_logits([[1, 1, 2], [1, 0, 1]], 3, top=0.9)
+    assert [t for t, _ in beam_decode(logits, AB)] == ["ab", "aa"]
+
+
+def test_beam_and_greedy_agree_on_peaked_posteriors():
+    torch.manual_seed(1)
+    cs = Charset.from_spec("alnum36")
+    paths = torch.randint(0, cs.num_classes, (16, 20))
+    logits = torch.randn(16, 20, cs.num_classes)
+    logits.scatter_(2, paths[..., None], 15.0)
+    lengths = torch.randint(0, 21, (16,))
+    greedy = greedy_decode(logits, cs, lengths)
+    beam = beam_decode(logits, cs, lengths, beam_width=5)
+    assert [t for t, _ in beam] == [t for t, _ in greedy]
+    for (_, cb), (_, cg) in zip(beam, greedy):
+        assert cb >= cg * (1 - 1e-5)  # labelling probability >= its best path
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("width", [1, 3])
+def test_beam_labelling_never_less_probable_than_greedy(seed, width):
+    # a plain prefix beam search loses to greedy on about 4% of these samples at width 3
+    torch.manual_seed(seed)
+    cs = Charset("abcd")
+    logits = torch.randn(8, 12, cs.num_classes) * 1.5
+    lengths = torch.tensor([12] * 6 + [7, 1])
+    log_probs = logits.log_softmax(-1)
+    greedy = greedy_decode(logits, cs, lengths)
+    beam = beam_decode(logits, cs, lengths, beam_width=width)
+    for b, n in enumerate(lengths.tolist()):
+        lp_beam = true_log_prob(log_probs[b, :n], beam[b][0], cs)
+        lp_greedy = true_log_prob(log_probs[b, :n], greedy[b][0], cs)
+        assert lp_beam >= lp_greedy - 1e-6
+        assert math.log(beam[b][1]) == pytest.approx(lp_beam, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_prefix_beam_search_without_pruning_is_exact(seed):
+    torch.manual_seed(200 + seed)
+    probs = 0.15 + 0.55 * torch.randn(4, 3).mul(2).softmax(-1)  # every path within e^-10 of the best
+    totals = brute_force_labellings(probs)
+    nbest = prefix_beam_search(probs.log(), beam_width=1000, prune_threshold=0.0)
+    assert {ids for ids, _ in nbest} == set(totals)
+    for ids, score in nbest:
+        assert math.exp(score) == pytest.approx(totals[ids], rel=1e-5), ids
+    scores = [s for _, s in nbest]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_prefix_beam_search_width_and_threshold_limit_the_beam():
+    torch.manual_seed(5)
+    logits = torch.randn(6, 4)
+    assert len(prefix_beam_search(logits, beam_width=1)) == 1
+    assert len(prefix_beam_search(logits, beam_width=3)) == 3
+    # threshold above every non-blank probability: only the empty labelling can be formed
+    probs = torch.tensor([[0.4, 0.3, 0.3]] * 3)
+    assert prefix_beam_search(probs.log(), prune_threshold=0.5) == [((), pytest.approx(3 * math.log(0.4)))]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_wide_beam_finds_the_most_probable_labelling(seed):
+    torch.manual_seed(100 + seed)
+    probs = torch.randn(1, 5, 3).mul(1.5).softmax(-1)
+    totals = brute_force_labellings(probs[0])
+    best = max(totals, key=totals.get)
+    (text, conf), = beam_decode(probs.log(), AB, beam_width=64, prune_threshold=0.0)
+    assert text == AB.decode(best)
+    assert conf == pytest.approx(totals[best], rel=1e-5)
+
+
+def test_sequence_log_likelihood_matches_brute_force():
+    torch.manual_seed(7)
+    probs = torch.randn(4, 3).softmax(-1)
+    totals = brute_force_labellings(probs)
+    labellings = [[], [1], [2, 1], [1, 1], [1, 2, 1, 2], [1, 1, 1, 1]]
+    scores = sequence_log_likelihood(probs.log(), labellings)
+    assert scores.dtype == torch.float64
+    for lab, score in zip(labellings, scores.tolist()):
+        expected = totals.get(tuple(lab), 0.0)
+        assert math.exp(score) == pytest.approx(expected, rel=1e-5, abs=1e-12), lab
+
+
+# ------------------------------------------------------------------ lexicon
+def hello_logits(cs: Charset) -> torch.Tensor:
+    """Posteriors whose best path reads "helo": the blank between the two l's is only 0.4."""
+    steps = ["h", "e", "l", "-", "l", "o"]
+    probs = torch.full((1, len(steps), cs.num_classes), 0.02)
+    for t, ch in enumerate(steps):
+        probs[0, t, 0 if ch == "-" else cs.index[ch]] = 0.9
+    probs[0, 3, cs.index["l"]] = 0.6
+    probs[0, 3, 0] = 0.4
+    return (probs / probs.sum(-1, keepdim=True)).log()
+
+
+def test_lexicon_picks_the_most_likely_word():
+    cs = Charset.from_spec("alnum36")
+    logits = hello_logits(cs)
+    assert greedy_decode(logits, cs)[0][0] == "helo"
+    (text, conf), = beam_decode(logits, cs, lexicon=["help", "HELLO", "world", "héllo"])
+    assert text == "hello"
+    assert math.log(conf) == pytest.approx(true_log_prob(logits[0].log_softmax(-1), "hello", cs), abs=1e-5)
+
+
+def test_lexicon_prefilter_keeps_only_words_nearest_the_beam_result():
+    cs = Charset.from_spec("alnum36")
+    probs = torch.full((1, 4, cs.num_classes), 0.001)  # reads "ab", then two unsure steps
+    probs[0, 0, cs.index["a"]] = probs[0, 1, cs.index["b"]] = 0.9
+    probs[0, 2:, 0], probs[0, 2:, cs.index["a"]], probs[0, 2:, cs.index["b"]] = 0.5, 0.25, 0.25
+    logits = probs.log()
+    assert beam_decode(logits, cs)[0][0] == "ab"
+    # "abab" is far more likely than "xb", but "xb" is nearer to "ab" in edit distance
+    assert beam_decode(logits, cs, lexicon=["abab", "xb"])[0][0] == "abab"
+    assert beam_decode(logits, cs, lexicon=["abab", "xb"], max_lexicon_candidates=1)[0][0] == "xb"
+
+
+def test_lexicon_without_possible_word_falls_back_to_beam():
+    cs = Charset.from_spec("alnum36")
+    logits = hello_logits(cs)
+    beam = beam_decode(logits, cs)
+    assert beam_decode(logits, cs, lexicon=["abcdefghij", "ü"]) == beam  # too long / not spellable
+    assert beam_decode(logits, cs, lexicon=[]) == beam
+
+
+def test_lexicon_normalises_and_skips_words():
+    lex = Lexicon(["Hello", "hello", "", "héllo", "ab1", "HELP"], Charset.from_spec("alnum36"))
+    assert lex.words == ["hello", "ab1", "help"]
+    assert len(lex) == 3
+    assert Lexicon(["Hello"], Charset.from_spec("printable94")).words == ["Hello"]
+
+
+def test_lexicon_nearest_matches_brute_force():
+    rng = random.Random(0)
+    cs = Charset("abcd")
+    words = list(dict.fromkeys("".join(rng.choice("abcd") for _ in range(rng.randint(1, 7))) for _ in range(400)))
+    lex = Lexicon(words, cs)
+    for text in ["abc", "", "dddddddd", "badcab", "xa"]:
+        assert lex.distances(text).tolist() == [edit_distance(w, text) for w in words], text
+        for k in (1, 7, 50):
+            expected = sorted(sorted(range(len(words)), key=lambda i: (edit_distance(words[i], text), i))[:k])
+            assert lex.nearest(text, k) == expected, (text, k)
+    assert lex.nearest("abc", 10_000) == list(range(len(words)))
+    assert Lexicon([], cs).nearest("abc", 5) == [] and Lexicon([], cs).distances("ab").tolist() == []
+
+
+def test_prebuilt_lexicon_is_reused_and_checked():
+    cs = Charset.from_spec("alnum36")
+    lex = Lexicon(["help", "hello", "world"], cs)
+    assert beam_decode(hello_logits(cs), cs, lexicon=lex) == beam_decode(hello_logits(cs), cs, lexicon=lex.words)
+    drop = Charset.from_spec("alnum36", unknown="drop")  # same alphabet, other policy: fine
+    assert beam_decode(hello_logits(cs), drop, lexicon=lex) == beam_decode(hello_logits(cs), cs, lexicon=lex)
+    with pytest.raises(ValueError, match="rebuild"):
+        beam_decode(hello_logits(cs), Charset(cs.chars, lowercase=False), lexicon=lex)
+
+
+# ------------------------------------------------------------------ dispatcher
+def test_decode_dispatches_and_validates():
+    logits = path_logits([[1, 0, 2]], 3)
+    assert decode(logits, AB) == greedy_decode(logits, AB)
+    assert decode(logits, AB, "beam", beam_width=2) == beam_decode(logits, AB, beam_width=2)
+    with pytest.raises(ValueError, match="greedy, beam"):
+        decode(logits, AB, "viterbi")
+    with pytest.raises(TypeError, match="beam_width"):
+        decode(logits, AB, "greedy", beam_width=2)
+    with pytest.raises(ValueError, match="beam_width"):
+        beam_decode(logits, AB, beam_width=0)
