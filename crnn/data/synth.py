@@ -59,25 +59,31 @@ def _font(info: FontInfo, size: int) -> ImageFont.FreeTypeFont:
 
 
 def _text_masks(text: str, font: ImageFont.FreeTypeFont, spacing: float, stroke: int) -> tuple[np.ndarray, np.ndarray]:
-    """Draw ``text``; return (fill, outer) uint8 masks (H, W); outer includes the stroke."""
-    ascent, descent = font.getmetrics()
-    pad = stroke + 2 + int(abs(spacing))
+    """Draw ``text``; return (fill, outer) uint8 masks (H, W); outer includes the stroke.
+
+    The canvas is sized from the glyphs' real ink boxes, so overhangs (italic ``f``, the tail
+    of ``j``, tall bars) are never clipped. ``spacing`` != 0 places characters one by one.
+    """
     if spacing == 0:
-        width = int(font.getlength(text)) + 2 * pad + ascent // 2
+        pieces = [(0.0, text)]
     else:
-        width = int(sum(font.getlength(c) for c in text) + spacing * (len(text) - 1)) + 2 * pad + ascent // 2
-    size = (max(width, 4), ascent + descent + 2 * pad)
+        pieces, x = [], 0.0
+        for c in text:
+            pieces.append((x, c))
+            x += font.getlength(c) + spacing
+    boxes = [(x + b[0], b[1], x + b[2], b[3]) for x, t in pieces
+             for b in [font.getbbox(t, anchor="ls", stroke_width=stroke)]]
+    left, top = min(b[0] for b in boxes), min(b[1] for b in boxes)
+    right, bottom = max(b[2] for b in boxes), max(b[3] for b in boxes)
+    pad = 2 + int(font.size) // 6  # room for shadows and extrusions
+    size = (max(int(math.ceil(right - left)) + 2 * pad, 4), max(int(math.ceil(bottom - top)) + 2 * pad, 4))
+    ox, oy = pad - left, pad - top  # where the anchor (left end of the baseline) goes
     masks = []
     for sw in ([0, stroke] if stroke else [0]):
         im = Image.new("L", size, 0)
         draw = ImageDraw.Draw(im)
-        if spacing == 0:
-            draw.text((pad, pad + ascent), text, fill=255, font=font, anchor="ls", stroke_width=sw, stroke_fill=255)
-        else:
-            x = float(pad)
-            for c in text:
-                draw.text((x, pad + ascent), c, fill=255, font=font, anchor="ls", stroke_width=sw, stroke_fill=255)
-                x += font.getlength(c) + spacing
+        for x, t in pieces:
+            draw.text((ox + x, oy), t, fill=255, font=font, anchor="ls", stroke_width=sw, stroke_fill=255)
         masks.append(np.asarray(im))
     return masks[0], masks[-1]
 
