@@ -191,7 +191,8 @@ class FontPicker:
         self.pools: list[dict[tuple[bool, bool], list[str]]] = []
         for g in self.groups:
             bold = [p for p in g if BOLD_FILE_RE.search(os.path.basename(p))] or g
-            self.pools.append({(False, False): g, (False, True): _upright(g), (True, False): bold, (True, True): _upright(bold)})
+            self.pools.append({(False, False): g, (False, True): _upright(g),
+                               (True, False): bold, (True, True): _upright(bold)})
         self.weights = [math.sqrt(len(g)) * (RARE_STYLE_WEIGHT if RARE_STYLE_RE.search(g[0]) else 1.0)
                         for g in self.groups]
 

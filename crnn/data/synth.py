@@ -92,7 +92,8 @@ def _shifted(mask: np.ndarray, dx: int, dy: int) -> np.ndarray:
     """``mask`` moved by (dx, dy) pixels, same shape, zeros shifted in."""
     out = np.zeros_like(mask)
     h, w = mask.shape
-    out[max(dy, 0):h + min(dy, 0), max(dx, 0):w + min(dx, 0)] = mask[max(-dy, 0):h - max(dy, 0), max(-dx, 0):w - max(dx, 0)]
+    dst = (slice(max(dy, 0), h + min(dy, 0)), slice(max(dx, 0), w + min(dx, 0)))
+    out[dst] = mask[max(-dy, 0):h - max(dy, 0), max(-dx, 0):w - max(dx, 0)]
     return out
 
 
@@ -151,7 +152,8 @@ def _warp(stack: np.ndarray, rng: random.Random, fs: int) -> np.ndarray:
         return stack
     pts = pts - pts.min(axis=0) + 2
     size = tuple(int(v) + 4 for v in pts.max(axis=0))
-    im = Image.fromarray(stack).transform(size, Image.Transform.PERSPECTIVE, _perspective_coeffs(src, pts), Image.Resampling.BILINEAR)
+    coeffs = _perspective_coeffs(src, pts)
+    im = Image.fromarray(stack).transform(size, Image.Transform.PERSPECTIVE, coeffs, Image.Resampling.BILINEAR)
     return np.asarray(im)
 
 
@@ -291,7 +293,8 @@ def _smooth_noise(nrng: np.random.Generator, h: int, w: int, cell: float, channe
     """Smooth random field in [-1, 1], shape (H, W, channels)."""
     gh, gw = max(2, int(h / cell) + 2), max(2, int(w / cell) + 2)
     grid = nrng.uniform(-1, 1, (gh, gw, channels)).astype(np.float32)
-    chans = [np.asarray(Image.fromarray(grid[..., i]).resize((w, h), Image.Resampling.BICUBIC)) for i in range(channels)]
+    chans = [np.asarray(Image.fromarray(grid[..., i]).resize((w, h), Image.Resampling.BICUBIC))
+             for i in range(channels)]
     return np.clip(np.dstack(chans), -1, 1)
 
 
@@ -352,7 +355,8 @@ def _compose(stack: np.ndarray, clutter: np.ndarray | None, style: dict[str, Any
     bg = _background(h, w, bg_col, abs(_luma(fg_col) - _luma(bg_col)), rng, nrng)
     img = bg
     if style["shadow"]:
-        img = _blend(img, stack[..., 2], _color(rng, 0, 60) if rng.random() < 0.7 else fg_col * 0.5, rng.uniform(0.5, 1.0))
+        shadow_col = _color(rng, 0, 60) if rng.random() < 0.7 else fg_col * 0.5
+        img = _blend(img, stack[..., 2], shadow_col, rng.uniform(0.5, 1.0))
     if clutter is not None:
         img = _blend(img, clutter, fg_col if rng.random() < 0.6 else _palette(rng)[1], rng.uniform(0.6, 1.0))
     if style["hollow"]:  # outline letters: the stroke (in the text colour) carries the contrast
@@ -416,11 +420,12 @@ def _camera(img: np.ndarray, rng: random.Random, nrng: np.random.Generator, opts
     if opts.max_width:
         out_w = min(out_w, opts.max_width)
     im = Image.fromarray(np.clip(img, 0, 255).astype(np.uint8))
-    resample = rng.choice([Image.Resampling.BILINEAR, Image.Resampling.BICUBIC, Image.Resampling.LANCZOS, Image.Resampling.BOX])
+    R = Image.Resampling
+    resample = rng.choice([R.BILINEAR, R.BICUBIC, R.LANCZOS, R.BOX])
     if rng.random() < 0.4 * sev:  # low resolution, scaled back up
         f = 1 - sev * rng.uniform(0.3, 0.6)
         im = im.resize((max(1, round(out_w * f)), max(2, round(H * f))), resample)
-        resample = rng.choice([Image.Resampling.BILINEAR, Image.Resampling.BICUBIC, Image.Resampling.NEAREST])
+        resample = rng.choice([R.BILINEAR, R.BICUBIC, R.NEAREST])
     im = im.resize((out_w, H), resample)
     r = rng.random()
     if r < 0.1 + 0.3 * sev:
@@ -431,7 +436,8 @@ def _camera(img: np.ndarray, rng: random.Random, nrng: np.random.Generator, opts
     if rng.random() < 0.3:  # contrast and brightness jitter
         arr = (arr - 128) * rng.uniform(1 - 0.25 * sev, 1.2) + 128 + rng.uniform(-25, 25)
     if rng.random() < 0.5:
-        arr = arr + nrng.normal(0, rng.uniform(1, 2 + 8 * sev), arr.shape if rng.random() < 0.5 else arr.shape[:2] + (1,))
+        sigma = rng.uniform(1, 2 + 8 * sev)
+        arr = arr + nrng.normal(0, sigma, arr.shape if rng.random() < 0.5 else arr.shape[:2] + (1,))  # colour/grey
     if rng.random() < 0.05:
         arr = 255 - arr
     im = Image.fromarray(np.clip(arr, 0, 255).astype(np.uint8))

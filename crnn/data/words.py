@@ -19,6 +19,7 @@ from crnn.charset import BUILTIN_CHARSETS, read_charset_file
 WORDS_PATH = os.path.join(os.path.dirname(__file__), "words.txt")
 RENDERABLE = frozenset(string.digits + string.ascii_letters + string.punctuation)
 _VOWELS, _CONSONANTS = "aeiou", "bcdfghjklmnprstvwyz"
+_UNITS = ("KM", "km", "ml", "kg", "g", "cm", "mm", "HR", "D", "th", "st", "V", "W", "m")
 
 
 class TextOptions(Protocol):
@@ -135,9 +136,10 @@ def _code(rng: random.Random) -> str:
     r = rng.random()
     letters = string.ascii_uppercase if rng.random() < 0.75 else string.ascii_lowercase
     if r < 0.3:
-        return str(rng.randint(1, 999)) + rng.choice(["KM", "km", "ml", "kg", "g", "cm", "mm", "HR", "D", "th", "st", "V", "W", "m"])
+        return str(rng.randint(1, 999)) + rng.choice(_UNITS)
     if r < 0.55:
-        return "".join(rng.choice(letters) for _ in range(rng.randint(1, 3))) + rng.choice(["", "-"]) + _digits(rng, rng.randint(1, 4))
+        head = "".join(rng.choice(letters) for _ in range(rng.randint(1, 3)))
+        return head + rng.choice(["", "-"]) + _digits(rng, rng.randint(1, 4))
     if r < 0.75:
         return _digits(rng, rng.randint(1, 3)) + "".join(rng.choice(letters) for _ in range(rng.randint(1, 3)))
     return "".join(rng.choice(letters + string.digits) for _ in range(rng.randint(2, 8)))
