@@ -7,18 +7,21 @@ cd "$ROOT"
 PY="${PYTHON:-python3}"
 VENV="$ROOT/.venv"
 
-# System packages: fonts for the synthetic generator, a word list, tesseract for side-by-side comparisons.
-APT_PKGS="fonts-dejavu-core fonts-liberation2 fonts-freefont-ttf fonts-roboto-unhinted fonts-open-sans fonts-lato \
-fonts-croscore fonts-texgyre fonts-urw-base35 wamerican tesseract-ocr tesseract-ocr-eng"
+# System packages: the fonts the synthetic generator was tuned with (crnn/data/font_packages.txt), a word list,
+# and tesseract for side-by-side comparisons.
+APT_PKGS="$(grep -v '^#' crnn/data/font_packages.txt | tr '\n' ' ') wamerican tesseract-ocr tesseract-ocr-eng"
 missing=""
-for p in $APT_PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+installed="$(dpkg-query -W -f='${Package} ${Status}\n' $APT_PKGS 2>/dev/null | awk '/ installed$/ {print $1}' || true)"
+for p in $APT_PKGS; do
+  case " $(echo $installed) " in *" $p "*) ;; *) missing="$missing $p" ;; esac
+done
 if [ -n "$missing" ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "[setup] installing system packages:$missing"
     apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
   else
-    echo "[setup] warning: missing system packages:$missing (install them as root for more synthetic-data fonts)"
+    echo "[setup] warning: missing system packages:$missing (install them as root for the full synthetic-data fonts)"
   fi
 fi
 
@@ -30,7 +33,9 @@ STAMP="$VENV/.crnn-installed"
 WANT="$(cat setup.cfg pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   echo "[setup] installing crnn and its dependencies into .venv (first time: a few minutes for torch)"
-  "$VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel
-  "$VENV/bin/python" -m pip install -q -e ".[dev]"
+  LOG="$VENV/pip-install.log"
+  { "$VENV/bin/python" -m pip install --upgrade pip setuptools wheel &&
+    "$VENV/bin/python" -m pip install -e ".[dev]"; } > "$LOG" 2>&1 ||
+    { tail -n 40 "$LOG"; echo "[setup] error: pip install failed (full log: $LOG)"; exit 1; }
   echo "$WANT" > "$STAMP"
 fi

@@ -50,26 +50,16 @@ THIN_STYLE_RE = re.compile(r"hairline|thin|extra ?light|ultra ?light", re.I)
 PRINTABLE = string.digits + string.ascii_letters + string.punctuation
 # Debian packages the built-in data was made with. BASE: common text faces. EXTRA: signage, display,
 # condensed, slab, typewriter, OCR, script and handwriting faces (about 200 MB) for more variety.
-BASE_FONT_PACKAGES: tuple[str, ...] = (
-    "fonts-dejavu-core", "fonts-liberation2", "fonts-freefont-ttf", "fonts-roboto-unhinted",
-    "fonts-open-sans", "fonts-lato", "fonts-croscore", "fonts-urw-base35",
-)
-EXTRA_FONT_PACKAGES: tuple[str, ...] = tuple("""
-fonts-bebas-neue fonts-league-spartan fonts-yanone-kaffeesatz fonts-opendin fonts-roadgeek fonts-national-park
-fonts-routed-gothic fonts-tiresias fonts-allerta fonts-cabin fonts-cantarell fonts-comfortaa fonts-dosis
-fonts-quicksand fonts-inter fonts-karla fonts-manrope fonts-play fonts-sora fonts-jura fonts-beteckna
-fonts-crosextra-carlito fonts-crosextra-caladea fonts-ebgaramond fonts-vollkorn fonts-linuxlibertine
-fonts-quattrocento fonts-roboto-slab fonts-lobster fonts-lobstertwo fonts-dancingscript fonts-kaushanscript
-fonts-leckerli-one fonts-cherrybomb fonts-comic-neue fonts-humor-sans fonts-averia-gwf fonts-averia-sans-gwf
-fonts-averia-serif-gwf fonts-go fonts-oxygen fonts-clear-sans fonts-b612 fonts-junction fonts-tuffy
-fonts-arkpandora fonts-courier-prime fonts-ocr-a fonts-ocr-b fonts-paratype fonts-dejavu-extra
-fonts-oldstandard fonts-goudybookletter fonts-prociono fonts-gnutypewriter fonts-hack fonts-inconsolata
-fonts-blankenburg fonts-dustin fonts-adf-gillius fonts-adf-baskervald fonts-adf-universalis fonts-adf-mekanus
-fonts-adf-romande fonts-adf-switzera fonts-adf-verana fonts-adf-tribun fonts-adf-accanthis fonts-cabinsketch
-fonts-bajaderka fonts-apropal fonts-okolaks fonts-radisnoir fonts-eurofurence fonts-kristi fonts-breip
-fonts-sjfonts fonts-femkeklaver fonts-isabella fonts-staypuft fonts-summersby fonts-engadget fonts-fantasma
-fonts-le-murmure fonts-havana fonts-fanwood fonts-lindenhill fonts-jetbrains-mono fonts-firacode
-""".split())
+FONT_PACKAGES_FILE = os.path.join(os.path.dirname(__file__), "font_packages.txt")
+
+
+def font_packages() -> list[str]:
+    """Debian font packages the generator was tuned with (one per line in font_packages.txt)."""
+    with open(FONT_PACKAGES_FILE, encoding="utf-8") as f:
+        return [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
+
+
+BASE_FONT_PACKAGES: tuple[str, ...] = tuple(font_packages()[:8])
 APT_HINT = "apt-get install " + " ".join(BASE_FONT_PACKAGES)
 _PROBE_SIZE = 20
 _MISSING_PROBE = "\U0010fffd"  # private-use codepoint: no font maps it, so it draws .notdef
