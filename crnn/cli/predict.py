@@ -1,0 +1,173 @@
+"""crnn-predict: recognise the text in word images with a trained CRNN."""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from typing import TextIO
+
+PROG = "crnn-predict"
+EPILOG = """examples:
+  crnn-predict word.png                          (the shipped model in weights/)
+  crnn-predict --weights runs/synth_cpu/best.pt crops/ --format json
+  crnn-predict 'scans/**/*.jpg' --decoder beam --lexicon words.txt
+  find crops -name '*.png' | crnn-predict -
+
+output, one line per image in input order:
+  text:  PATH<TAB>PREDICTION<TAB>CONFIDENCE     (an unreadable image: PATH<TAB><TAB>, reason on stderr)
+  json:  {"path": ..., "text": ..., "confidence": ...}   (+ "error" when the image could not be read)
+exit codes: 0 all predicted, 1 some images could not be read, 2 bad arguments / weights / inputs.
+"""
+_MAGIC = re.compile(r"[*?[]")
+
+
+class UsageError(ValueError):
+    """Bad command line input (exit code 2)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Argument parser of crnn-predict."""
+    from crnn.infer import AMP_MODES
+
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="image files, folders (searched recursively), globs, or - to read paths from stdin")
+    p.add_argument("--weights", help="checkpoint (any crnn layout); default: the shipped model in weights/")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (default: auto)")
+    p.add_argument("--batch-size", type=int, default=64, help="images per forward pass (default: 64)")
+    p.add_argument("--decoder", choices=("greedy", "beam"), default="greedy", help="CTC decoder (default: greedy)")
+    p.add_argument("--beam-width", type=int, default=10, help="beam width for --decoder beam (default: 10)")
+    p.add_argument("--lexicon", help="word list (one per line): answer the most likely word (needs --decoder beam)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    p.add_argument("--amp", choices=AMP_MODES, default="off",
+                   help="autocast: off (default), bf16 (CPU or CUDA), fp16 (CUDA only)")
+    p.add_argument("--config", help="YAML config for a bare state dict that stores none (model + data geometry)")
+    p.add_argument("--charset", help="charset for a bare state dict (alnum36, digits, printable94, a file, chars)")
+    return p
+
+
+def _natural_key(path: str) -> list:
+    """Sort key that puts 2.jpg before 10.jpg."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path)]
+
+
+def find_images(folder: str) -> list[str]:
+    """Image files at or below ``folder`` (common extensions, case-insensitive), naturally sorted."""
+    from crnn.infer import IMAGE_EXTENSIONS
+
+    found = []
+    for root, dirs, files in os.walk(folder, followlinks=True):
+        dirs.sort()
+        found += [os.path.join(root, f) for f in files if f.lower().endswith(IMAGE_EXTENSIONS)]
+    return sorted(found, key=_natural_key)
+
+
+def _expand_one(item: str) -> list[str]:
+    """One command-line or stdin entry -> file paths (a missing file stays, to be reported per file)."""
+    if os.path.isdir(item):
+        found = find_images(item)
+        if not found:
+            raise UsageError(f"{item}: no images (.jpg, .png, ...) in this folder or below")
+        return found
+    if os.path.lexists(item) or not _MAGIC.search(item):
+        return [item]
+    matches = sorted(glob.glob(item, recursive=True), key=_natural_key)
+    if not matches:
+        raise UsageError(f"{item}: no files match this pattern")
+    return [f for m in matches for f in (find_images(m) if os.path.isdir(m) else [m])]
+
+
+def expand_inputs(items: Iterable[str], stdin: TextIO) -> list[str]:
+    """Expand files, folders, globs and ``-`` (one path per stdin line) into an ordered list of files."""
+    paths: list[str] = []
+    for item in items:
+        if item == "-":
+            for line in stdin:
+                if line.strip():
+                    paths += _expand_one(line.rstrip("\r\n"))
+        else:
+            paths += _expand_one(item)
+    if not paths:
+        raise UsageError("no input images (stdin gave no paths)")
+    return paths
+
+
+def load_recognizer(args: argparse.Namespace):
+    """The Recognizer for the parsed arguments (shipped model unless --weights)."""
+    from crnn.engine.checkpoint import load_checkpoint
+    from crnn.infer import Recognizer, default_weights, fallback_spec, read_lexicon
+
+    weights = args.weights or default_weights()
+    ckpt = load_checkpoint(weights)
+    config, charset = fallback_spec(args.config, args.charset)
+    if ckpt.config is not None and (args.config or args.charset):
+        print(f"{PROG}: note: {weights} stores its own config and charset; --config/--charset are ignored",
+              file=sys.stderr)
+    lexicon = read_lexicon(args.lexicon) if args.lexicon else None
+    return Recognizer.from_checkpoint(ckpt, args.device, args.amp, config=config, charset=charset,
+                                      decoder=args.decoder, beam_width=args.beam_width, lexicon=lexicon,
+                                      batch_size=args.batch_size)
+
+
+def _progress(preds: Iterator, total: int) -> Iterator:
+    """A progress bar on stderr when the output goes to a file and stderr is a terminal."""
+    if total < 200 or sys.stdout.isatty() or not sys.stderr.isatty():
+        return preds
+    from tqdm import tqdm
+
+    return tqdm(preds, total=total, unit="img", desc=PROG, file=sys.stderr)
+
+
+def write_predictions(preds: Iterable, fmt: str, out: TextIO, err: TextIO) -> int:
+    """Print one line per prediction; return the number of files that failed."""
+    failed = 0
+    for p in preds:
+        if fmt == "json":
+            out.write(json.dumps(p.to_dict(), ensure_ascii=False) + "\n")
+        elif p.error is None:
+            out.write(f"{p.path}\t{p.text}\t{p.confidence:.4f}\n")
+        else:
+            out.write(f"{p.path}\t\t\n")
+        if p.error is not None:
+            failed += 1
+            out.flush()
+            err.write(f"{PROG}: error: {p.path}: {p.error}\n")
+    return failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of crnn-predict."""
+    args = build_parser().parse_args(argv)
+    from crnn.charset import CharsetError
+    from crnn.config import ConfigError
+    from crnn.engine.checkpoint import CheckpointError
+    from crnn.infer import InferenceError
+
+    try:
+        if args.batch_size < 1 or args.beam_width < 1:
+            raise UsageError("--batch-size and --beam-width must be at least 1")
+        paths = expand_inputs(args.paths, sys.stdin)
+        recognizer = load_recognizer(args)
+    except (UsageError, CheckpointError, InferenceError, ConfigError, CharsetError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        preds = _progress(recognizer.predict_paths(paths), len(paths))
+        failed = write_predictions(preds, args.format, sys.stdout, sys.stderr)
+        sys.stdout.flush()
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. piped into head: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,232 @@
+"""Inference library: a :class:`Recognizer` built from any checkpoint, batched prediction on images or files.
+
+    rec = Recognizer.from_checkpoint("weights/crnn_vgg_small.pt")
+    rec.predict_images([Image.open("word.png")])      # [("hello", 0.97)]
+    for p in rec.predict_paths(["a.jpg", "b.png"]):   # Prediction(path, text, confidence, error)
+        ...
+
+Images are resized exactly as the model was trained (the stored ``data`` config: height, fixed width or
+keep-ratio up to ``max_width``, grayscale or RGB). Images of equal resized width share a batch, so a
+prediction never depends on which other images were passed with it (no padding between images).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+import crnn
+from crnn.charset import Charset
+from crnn.config import Config, load_config
+from crnn.data.transforms import ResizeNormalize
+from crnn.decode import DECODE_METHODS, decode
+from crnn.engine.checkpoint import Checkpoint, build_from_checkpoint, load_checkpoint
+from crnn.engine.evaluate import autocast_context
+from crnn.model import CRNN
+
+__all__ = ["Recognizer", "Prediction", "InferenceError", "ImageReadError", "AMP_MODES", "IMAGE_EXTENSIONS",
+           "resolve_device", "load_image", "width_batches", "default_weights", "fallback_spec", "read_lexicon"]
+
+AMP_MODES = ("off", "bf16", "fp16")
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pbm", ".pgm", ".ppm")
+CHUNK = 512  # images loaded and predicted together by predict_paths (bounds memory on huge inputs)
+SHIPPED_MODEL = "crnn_vgg_small.pt"
+
+
+class InferenceError(ValueError):
+    """Bad inference settings (device, AMP mode, decoder); one-line message with the fix."""
+
+
+class ImageReadError(OSError):
+    """One image file could not be read; the message is the reason (the path is reported separately)."""
+
+
+@dataclass
+class Prediction:
+    """The result for one input file: text and confidence, or the reason it could not be read."""
+
+    path: str
+    text: str | None
+    confidence: float | None
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        """JSON-ready form; ``error`` only when the file failed."""
+        d = {"path": self.path, "text": self.text, "confidence": self.confidence}
+        if self.error is not None:
+            d["error"] = self.error
+        return d
+
+
+def resolve_device(name: str) -> torch.device:
+    """auto | cpu | cuda | cuda:N -> torch.device; asking for CUDA without CUDA is an error."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise InferenceError(f"unknown device {name!r}; use auto, cpu, cuda or cuda:N") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise InferenceError(f"device {name} requested but CUDA is not available; use --device cpu or auto")
+    if device.type not in ("cpu", "cuda"):
+        raise InferenceError(f"unsupported device {name!r}; use auto, cpu, cuda or cuda:N")
+    return device
+
+
+def default_weights(folder: str | os.PathLike | None = None) -> Path:
+    """The shipped model: ``weights/crnn_vgg_small.pt`` next to the package, else the first ``weights/*.pt``."""
+    folder = Path(folder) if folder is not None else Path(crnn.__file__).resolve().parent.parent / "weights"
+    if (folder / SHIPPED_MODEL).is_file():
+        return folder / SHIPPED_MODEL
+    found = sorted(folder.glob("*.pt"))
+    if not found:
+        raise InferenceError(f"no shipped model in {folder}; pass --weights PATH (a .pt file from crnn-train)")
+    return found[0]
+
+
+def fallback_spec(config_path: str | None, charset_spec: str | None) -> tuple[Config | None, Charset | None]:
+    """Config and charset for a bare state dict (which stores neither): from --config and/or --charset."""
+    if config_path is None and charset_spec is None:
+        return None, None
+    cfg = load_config(config_path)
+    if charset_spec is not None:
+        cfg.model.charset = charset_spec
+    return cfg, Charset.from_spec(cfg.model.charset, cfg.model.lowercase, cfg.model.unknown)
+
+
+def read_lexicon(path: str | os.PathLike) -> list[str]:
+    """Words for lexicon decoding: one per line (blank lines skipped)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            words = [w.strip() for w in f if w.strip()]
+    except (OSError, UnicodeDecodeError) as e:
+        raise InferenceError(f"cannot read lexicon {path}: {getattr(e, 'strerror', None) or e}") from None
+    if not words:
+        raise InferenceError(f"lexicon {path} holds no words; give one word per line")
+    return words
+
+
+def load_image(path: str | os.PathLike) -> Image.Image:
+    """Open and fully decode an image file, applying its EXIF orientation; raise ImageReadError with the reason."""
+    p = Path(path)
+    if p.is_dir():
+        raise ImageReadError("is a directory")
+    try:
+        with Image.open(p) as img:
+            img.load()
+            return ImageOps.exif_transpose(img)  # a decoded copy, rotated when the EXIF says so
+    except FileNotFoundError:
+        raise ImageReadError("no such file") from None
+    except PermissionError:
+        raise ImageReadError("permission denied") from None
+    except UnidentifiedImageError:
+        raise ImageReadError("not an image (unrecognised format)") from None
+    except (OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError) as e:
+        raise ImageReadError(f"cannot decode image ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+
+
+def width_batches(widths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices grouped by equal width (ascending), each group cut into batches of at most ``batch_size``."""
+    groups: dict[int, list[int]] = {}
+    for i, w in enumerate(widths):
+        groups.setdefault(w, []).append(i)
+    return [idx[s:s + batch_size] for w in sorted(groups) for idx in [groups[w]]
+            for s in range(0, len(idx), batch_size)]
+
+
+class Recognizer:
+    """A CRNN in eval mode plus its charset and preprocessing; batched, ``inference_mode`` prediction."""
+
+    def __init__(self, model: CRNN, charset: Charset, config: Config, device: torch.device | str = "cpu", *,
+                 amp: str = "off", decoder: str = "greedy", beam_width: int = 10,
+                 lexicon: Sequence[str] | None = None, batch_size: int = 64) -> None:
+        if amp not in AMP_MODES:
+            raise InferenceError(f"amp must be one of {', '.join(AMP_MODES)}, got {amp!r}")
+        if decoder not in DECODE_METHODS:
+            raise InferenceError(f"decoder must be one of {', '.join(DECODE_METHODS)}, got {decoder!r}")
+        if lexicon is not None and decoder != "beam":
+            raise InferenceError("a lexicon needs the beam decoder; add --decoder beam")
+        if batch_size < 1 or beam_width < 1:
+            raise InferenceError(f"batch_size and beam_width must be >= 1, got {batch_size} and {beam_width}")
+        self.device = torch.device(device)
+        if amp == "fp16" and self.device.type != "cuda":
+            raise InferenceError("amp=fp16 needs CUDA; use bf16 on CPU")
+        self.model = model.to(self.device).eval()
+        self.charset, self.config = charset, config
+        self.amp, self.decoder, self.beam_width, self.batch_size = amp, decoder, beam_width, batch_size
+        self.lexicon = list(lexicon) if lexicon is not None else None
+        d = config.data
+        self.transform = ResizeNormalize(height=d.height, width=d.width, keep_ratio=d.keep_ratio,
+                                         max_width=d.max_width, channels=config.model.in_channels)
+
+    @classmethod
+    def from_checkpoint(cls, path: str | os.PathLike | Checkpoint, device: str = "auto", amp: str = "off", *,
+                        config: Config | None = None, charset: Charset | None = None, **kw) -> "Recognizer":
+        """Load any checkpoint layout (``config``/``charset`` are fallbacks for bare state dicts)."""
+        dev = resolve_device(device)
+        ckpt = path if isinstance(path, Checkpoint) else load_checkpoint(path)
+        model, cs, cfg = build_from_checkpoint(ckpt, "cpu", config=config, charset=charset)
+        return cls(model, cs, cfg, dev, amp=amp, **kw)
+
+    def preprocess(self, image: Image.Image) -> torch.Tensor:
+        """PIL image -> normalised ``[C, H, W]`` tensor as in training."""
+        return self.transform(image)
+
+    @torch.inference_mode()
+    def forward_batch(self, images: torch.Tensor) -> list[tuple[str, float]]:
+        """Equal-width images ``[B, C, H, W]`` -> one (text, confidence) per image."""
+        images = images.to(self.device, non_blocking=True)
+        with autocast_context(self.device, self.amp):
+            logits = self.model(images)  # (B, T, K)
+        kw = {"beam_width": self.beam_width, "lexicon": self.lexicon} if self.decoder == "beam" else {}
+        return decode(logits.float(), self.charset, method=self.decoder, **kw)
+
+    def predict_tensors(self, tensors: Sequence[torch.Tensor]) -> list[tuple[str, float]]:
+        """Preprocessed ``[C, H, W]`` tensors -> (text, confidence) in input order, batched by width."""
+        out: list[tuple[str, float] | None] = [None] * len(tensors)
+        for idx in width_batches([t.shape[-1] for t in tensors], self.batch_size):
+            batch = torch.stack([tensors[i] for i in idx])  # (B, C, H, W)
+            for i, res in zip(idx, self.forward_batch(batch)):
+                out[i] = res
+        return out  # type: ignore[return-value]
+
+    def predict_images(self, images: Sequence[Image.Image]) -> list[tuple[str, float]]:
+        """PIL images -> (text, confidence) in input order."""
+        return self.predict_tensors([self.preprocess(img) for img in images])
+
+    def _load(self, path: str) -> torch.Tensor | str:
+        """Preprocessed tensor of one file, or the error text."""
+        try:
+            return self.preprocess(load_image(path))
+        except ImageReadError as e:
+            return str(e)
+
+    def predict_paths(self, paths: Iterable[str], chunk: int = CHUNK, threads: int = 2) -> Iterator[Prediction]:
+        """Predict image files in input order; unreadable files yield a Prediction with ``error`` set.
+
+        Files are read and resized by ``threads`` background threads, one chunk ahead of the model.
+        """
+        paths = list(paths)
+        chunks = [paths[s:s + chunk] for s in range(0, len(paths), chunk)]
+        with ThreadPoolExecutor(max(1, threads)) as pool:
+            ahead = [pool.submit(self._load, p) for p in chunks[0]] if chunks else []
+            for k, names in enumerate(chunks):
+                current = ahead
+                ahead = [pool.submit(self._load, p) for p in chunks[k + 1]] if k + 1 < len(chunks) else []
+                yield from self._predict_loaded(names, [f.result() for f in current])
+
+    def _predict_loaded(self, names: list[str], loaded: list[torch.Tensor | str]) -> Iterator[Prediction]:
+        """Predictions for one chunk of already loaded files."""
+        ok = [i for i, x in enumerate(loaded) if isinstance(x, torch.Tensor)]
+        results = dict(zip(ok, self.predict_tensors([loaded[i] for i in ok])))
+        for i, name in enumerate(names):
+            if i in results:
+                text, conf = results[i]
+                yield Prediction(name, text, conf)
+            else:
+                yield Prediction(name, None, None, error=loaded[i])

@@ -1,0 +1,246 @@
+"""crnn-predict and the Recognizer library: input forms, output formats, checkpoint layouts, errors, exit codes."""
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn as nn
+from PIL import Image, ImageDraw
+
+import crnn.infer as infer
+from crnn.charset import Charset
+from crnn.cli.predict import main
+from crnn.config import Config, dump_config
+from crnn.engine.checkpoint import model_checkpoint, save_checkpoint
+from crnn.infer import InferenceError, Recognizer, default_weights, width_batches
+from crnn.model import build_model
+
+HIDDEN = 16
+
+
+def tiny_config(keep_ratio: bool = False) -> Config:
+    """A small vgg_small config (hidden 16, width 48)."""
+    cfg = Config()
+    cfg.model.hidden, cfg.model.charset = HIDDEN, "alnum36"
+    cfg.data.width, cfg.data.keep_ratio, cfg.data.max_width = 48, keep_ratio, 96
+    return cfg
+
+
+def tiny_model(cfg: Config, seed: int = 0) -> nn.Module:
+    torch.manual_seed(seed)
+    return build_model(cfg.model.variant, cfg.model.in_channels, Charset.from_spec("alnum36").num_classes,
+                       HIDDEN).eval()
+
+
+def word_image(text: str, width: int = 60, height: int = 24, mode: str = "RGB") -> Image.Image:
+    img = Image.new(mode, (width, height), "white")
+    ImageDraw.Draw(img).text((2, 4), text, fill="black")
+    return img
+
+
+@pytest.fixture(scope="module")
+def ckpts(tmp_path_factory) -> dict[str, Path]:
+    """The same weights in every layout: training, weights-only, bare plain, bare module.-prefixed; plus a config."""
+    d = tmp_path_factory.mktemp("ckpts")
+    cfg = tiny_config()
+    model = tiny_model(cfg)
+    cs = Charset.from_spec("alnum36")
+    opt = torch.optim.Adam(model.parameters())
+    save_checkpoint(model_checkpoint(model, cfg, cs, optimizer=opt.state_dict(), step=7), d / "training.pt")
+    save_checkpoint(model_checkpoint(model, cfg, cs), d / "weights.pt")
+    torch.save(model.state_dict(), d / "plain.pt")
+    torch.save(nn.DataParallel(model).state_dict(), d / "module.pt")
+    (d / "cfg.yaml").write_text(dump_config(cfg))
+    kr = tiny_config(keep_ratio=True)
+    save_checkpoint(model_checkpoint(tiny_model(kr, seed=1), kr, cs), d / "keep_ratio.pt")
+    return {p.stem: p for p in d.iterdir()}
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory) -> Path:
+    """A nested folder of word images (png + jpg) and one non-image file."""
+    root = tmp_path_factory.mktemp("imgs")
+    (root / "a" / "b").mkdir(parents=True)
+    word_image("cat", 50).save(root / "2.png")
+    word_image("dog", 70).save(root / "10.png")
+    word_image("sun", 90).save(root / "a" / "1.jpg")
+    word_image("hat", 40, mode="L").save(root / "a" / "b" / "3.png")
+    (root / "a" / "notes.txt").write_text("not an image")
+    return root
+
+
+EXPECTED_ORDER = ["2.png", "10.png", "a/1.jpg", "a/b/3.png"]  # natural sort of the whole path
+
+
+def run(argv: list[str], capsys, stdin: str | None = None, monkeypatch=None) -> tuple[int, str, str]:
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def json_lines(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def assert_same(got: list[tuple[str, float]], ref: list[tuple[str, float]], rel: float = 1e-5) -> None:
+    assert [t for t, _ in got] == [t for t, _ in ref]
+    assert [c for _, c in got] == pytest.approx([c for _, c in ref], rel=rel)
+
+
+def reference(weights: Path, paths: list[Path]) -> list[tuple[str, float]]:
+    rec = Recognizer.from_checkpoint(weights, device="cpu")
+    return rec.predict_images([Image.open(p) for p in paths])
+
+
+# ---------------------------------------------------------------------------------------------- layouts
+@pytest.mark.parametrize("layout", ["training", "weights", "plain", "module"])
+def test_every_checkpoint_layout_gives_the_same_predictions(layout, ckpts, images, capsys):
+    extra = ["--config", str(ckpts["cfg"])] if layout in ("plain", "module") else []
+    rc, out, err = run(["--weights", str(ckpts[layout]), "--format", "json", *extra, str(images)], capsys)
+    assert rc == 0, err
+    got = json_lines(out)
+    files = [images / p for p in EXPECTED_ORDER]
+    assert [g["path"] for g in got] == [str(f) for f in files]
+    ref = reference(ckpts["weights"], files)
+    assert_same([(g["text"], g["confidence"]) for g in got], ref)
+    assert all(set(g) == {"path", "text", "confidence"} for g in got)
+
+
+@pytest.mark.parametrize("layout", ["plain", "module"])
+def test_bare_state_dict_without_config_asks_for_one(layout, ckpts, images, capsys):
+    rc, out, err = run(["--weights", str(ckpts[layout]), str(images)], capsys)
+    assert rc == 2 and out == ""
+    assert "bare state dict" in err and "--config/--charset" in err and len(err.splitlines()) == 1
+
+
+def test_charset_flag_for_bare_state_dict_and_note_for_full_checkpoint(ckpts, images, capsys):
+    rc, out, err = run(["--weights", str(ckpts["module"]), "--config", str(ckpts["cfg"]), "--charset", "alnum36",
+                        str(images / "2.png")], capsys)
+    assert rc == 0 and err == ""
+    rc, out, err = run(["--weights", str(ckpts["weights"]), "--charset", "digits", str(images / "2.png")], capsys)
+    assert rc == 0 and "are ignored" in err
+    assert out.split("\t")[1] == reference(ckpts["weights"], [images / "2.png"])[0][0]
+
+
+# ---------------------------------------------------------------------------------------------- input forms
+def test_single_file_text_format(ckpts, images, capsys):
+    rc, out, err = run(["--weights", str(ckpts["weights"]), str(images / "a" / "1.jpg")], capsys)
+    assert rc == 0 and err == ""
+    path, text, conf = out.rstrip("\n").split("\t")
+    assert path == str(images / "a" / "1.jpg")
+    assert re.fullmatch(r"\d\.\d{4}", conf)
+    ref_text, ref_conf = reference(ckpts["weights"], [images / "a" / "1.jpg"])[0]
+    assert text == ref_text and float(conf) == pytest.approx(ref_conf, abs=5e-5)
+
+
+def test_glob_and_stdin_keep_input_order(ckpts, images, capsys, monkeypatch):
+    w = ["--weights", str(ckpts["weights"]), "--format", "json"]
+    rc, out, _ = run([*w, str(images / "**" / "*.png")], capsys)
+    assert rc == 0
+    assert [g["path"] for g in json_lines(out)] == [str(images / p) for p in ("2.png", "10.png", "a/b/3.png")]
+    listing = f"{images / 'a' / 'b' / '3.png'}\n\n{images / '2.png'}\n"
+    rc, out, _ = run([*w, "-", str(images / "10.png")], capsys, stdin=listing, monkeypatch=monkeypatch)
+    assert rc == 0
+    assert [g["path"] for g in json_lines(out)] == [str(images / p) for p in ("a/b/3.png", "2.png", "10.png")]
+
+
+def test_results_do_not_depend_on_batch_size_or_chunking(ckpts, images):
+    files = [str(images / p) for p in EXPECTED_ORDER] * 3
+    rec = Recognizer.from_checkpoint(ckpts["keep_ratio"], device="cpu", batch_size=64)
+    big = [(p.text, p.confidence) for p in rec.predict_paths(files)]
+    rec.batch_size = 1
+    small = [(p.text, p.confidence) for p in rec.predict_paths(files, chunk=2, threads=1)]
+    assert_same(big, small)
+    assert_same(big[:4], big[4:8], rel=1e-6)
+
+
+def test_keep_ratio_checkpoint_resizes_like_training(ckpts):
+    rec = Recognizer.from_checkpoint(ckpts["keep_ratio"], device="cpu")
+    assert rec.transform.keep_ratio and rec.transform.max_width == 96
+    assert rec.preprocess(word_image("x", 60, 24)).shape == (1, 32, 80)  # 60 * 32/24
+    assert rec.preprocess(word_image("x", 600, 24)).shape == (1, 32, 96)  # capped at max_width
+    fixed = Recognizer.from_checkpoint(ckpts["weights"], device="cpu")
+    assert fixed.preprocess(word_image("x", 600, 24)).shape == (1, 32, 48)
+
+
+def test_width_batches_groups_equal_widths_and_caps_batch_size():
+    assert width_batches([50, 40, 50, 40, 50], 2) == [[1, 3], [0, 2], [4]]
+    assert width_batches([], 4) == []
+
+
+# ---------------------------------------------------------------------------------------------- errors
+def test_unreadable_files_are_reported_and_others_predicted(ckpts, images, tmp_path, capsys):
+    bad = tmp_path / "broken.png"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n garbage")
+    missing = tmp_path / "missing.jpg"
+    argv = ["--weights", str(ckpts["weights"]), str(missing), str(images / "2.png"), str(bad),
+            str(images / "a" / "notes.txt")]
+    rc, out, err = run(argv, capsys)
+    assert rc == 1
+    lines = out.splitlines()
+    assert lines[0] == f"{missing}\t\t" and lines[2] == f"{bad}\t\t" and lines[3].endswith("notes.txt\t\t")
+    assert lines[1].startswith(f"{images / '2.png'}\t") and len(lines[1].split("\t")) == 3
+    assert err.splitlines()[0] == f"crnn-predict: error: {missing}: no such file"
+    assert len(err.splitlines()) == 3 and "Traceback" not in err
+    rc, out, err = run(["--format", "json", *argv], capsys)
+    got = json_lines(out)
+    assert rc == 1 and got[0] == {"path": str(missing), "text": None, "confidence": None, "error": "no such file"}
+    assert "error" not in got[1] and "not an image" in got[3]["error"]
+
+
+def test_fatal_errors_exit_2_with_one_line(ckpts, images, tmp_path, capsys):
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"epoch": 3, "lr": 0.1}, foreign)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "w.txt").write_text("cat\n")
+    cases = {
+        "weights file": ["--weights", str(tmp_path / "nope.pt"), str(images)],
+        "does not contain a model state dict": ["--weights", str(foreign), str(images)],
+        "no images": ["--weights", str(ckpts["weights"]), str(tmp_path / "empty")],
+        "no files match": ["--weights", str(ckpts["weights"]), str(tmp_path / "*.png")],
+        "needs the beam decoder": ["--weights", str(ckpts["weights"]), "--lexicon", str(tmp_path / "w.txt"), str(images)],
+    }
+    for expected, argv in cases.items():
+        rc, out, err = run(argv, capsys)
+        assert rc == 2 and out == "", expected
+        assert expected in err and len(err.splitlines()) == 1 and err.startswith("crnn-predict: error: "), err
+
+
+def test_default_weights_prefers_the_shipped_name(tmp_path):
+    with pytest.raises(InferenceError, match="--weights"):
+        default_weights(tmp_path)
+    (tmp_path / "b.pt").write_bytes(b"")
+    (tmp_path / "a.pt").write_bytes(b"")
+    assert default_weights(tmp_path).name == "a.pt"
+    (tmp_path / "crnn_vgg_small.pt").write_bytes(b"")
+    assert default_weights(tmp_path).name == "crnn_vgg_small.pt"
+
+
+def test_no_weights_flag_uses_the_default(ckpts, images, capsys, monkeypatch):
+    monkeypatch.setattr(infer, "default_weights", lambda: ckpts["weights"])
+    rc, out, _ = run([str(images / "2.png")], capsys)
+    assert rc == 0 and out.startswith(str(images / "2.png"))
+    monkeypatch.setattr(infer, "default_weights", lambda: default_weights(images))  # no .pt there
+    rc, out, err = run([str(images / "2.png")], capsys)
+    assert rc == 2 and "pass --weights" in err
+
+
+# ---------------------------------------------------------------------------------------------- decoders / amp
+def test_lexicon_answers_are_lexicon_words(ckpts, images, tmp_path, capsys):
+    lex = tmp_path / "words.txt"
+    lex.write_text("cat\ndog\n\nsun\n")
+    rc, out, err = run(["--weights", str(ckpts["weights"]), "--decoder", "beam", "--beam-width", "4",
+                        "--lexicon", str(lex), "--format", "json", str(images)], capsys)
+    assert rc == 0, err
+    assert {g["text"] for g in json_lines(out)} <= {"cat", "dog", "sun"}
+
+
+def test_bf16_option_runs_on_cpu(ckpts, images, capsys):
+    rc, out, err = run(["--weights", str(ckpts["weights"]), "--amp", "bf16", str(images)], capsys)
+    assert rc == 0 and len(out.splitlines()) == 4
