@@ -10,7 +10,7 @@ import torch
 
 from crnn.charset import Charset
 from crnn.decode import decode
-from crnn.engine.distributed import all_reduce_sum
+from crnn.engine.distributed import all_reduce_sum, broadcast_object, get_world_size
 from crnn.metrics import RecognitionMetrics
 
 
@@ -21,8 +21,10 @@ class EvalResult:
     metrics: dict
     images_per_s: float
     examples: list[tuple[str, str]] = field(default_factory=list)  # (label, prediction)
-    errors: list = field(default_factory=list)  # worst errors seen on this rank
+    errors: list = field(default_factory=list)  # worst (label, pred, distance), gathered from every rank
     sample_images: torch.Tensor | None = None  # [N, C, H, W] of the first batch, for TensorBoard
+    state: torch.Tensor | None = None  # summed counts (RecognitionMetrics.state_tensor) for pooling datasets
+    skipped: int = 0  # images that could not be decoded (not counted in the metrics), summed over ranks
 
 
 def autocast_context(device: torch.device, amp: str) -> contextlib.AbstractContextManager:
@@ -43,8 +45,11 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
     metrics = RecognitionMetrics(protocol=protocol, keep_errors=keep_errors)
     examples: list[tuple[str, str]] = []
     first_images = None
-    n_images, t0 = 0, time.perf_counter()
+    n_images, n_skipped, t0 = 0, 0, time.perf_counter()
     for batch in loader:
+        n_skipped += getattr(batch, "num_skipped", 0)
+        if len(batch.labels) == 0:  # every image of the batch was undecodable
+            continue
         images = batch.images.to(device, non_blocking=True)
         with autocast_context(device, amp):
             logits = model(images)  # (B, T, K)
@@ -56,8 +61,20 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
             examples.extend(zip(batch.labels, preds))
             first_images = images[:max_examples].float().cpu() if first_images is None else first_images
     elapsed = time.perf_counter() - t0
-    state = all_reduce_sum(metrics.state_tensor().to(device)).cpu()
+    counts = torch.cat([metrics.state_tensor(), torch.tensor([float(n_skipped)], dtype=torch.float64)])
+    counts = all_reduce_sum(counts.to(device)).cpu()  # [6]: the 5 metric counts + undecodable images
+    state, skipped = counts[:-1], int(counts[-1])
     total = RecognitionMetrics.from_state_tensor(state, protocol=protocol)
     model.train(was_training)
+    errors = gather_errors(metrics.errors(), keep_errors) if keep_errors > 0 else []
     return EvalResult(total.compute(), n_images / max(elapsed, 1e-9), examples[:max_examples],
-                      getattr(metrics, "errors", []), first_images)
+                      errors, first_images, state, skipped)
+
+
+def gather_errors(errors: list[tuple[str, str, int]], keep: int) -> list[tuple[str, str, int]]:
+    """Every rank's worst errors merged (highest distance first, ties by rank order); collective under DDP."""
+    merged: list[tuple[str, str, int]] = []
+    for src in range(get_world_size()):
+        theirs = broadcast_object(errors, src=src)  # every rank takes part in each broadcast
+        merged += theirs if isinstance(theirs, list) else []
+    return sorted(merged, key=lambda e: -e[2])[:keep]  # stable: rank order kept on ties

@@ -1,0 +1,179 @@
+"""crnn-eval: word accuracy, CER and 1-NED of a trained CRNN on labelled datasets (one process or torchrun)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass
+from typing import TextIO
+
+PROG = "crnn-eval"
+EPILOG = """examples:
+  crnn-eval --weights runs/synth_cpu/best.pt --data /work/shared/data/iiit5k_train --data data/val.lmdb
+  crnn-eval --weights best.pt --data lmdbs/ --protocol exact --worst 20 --json
+  torchrun --standalone --nproc_per_node=2 -m crnn.cli.evaluate --weights best.pt --data data/val.lmdb
+
+--data takes an LMDB, a folder of LMDBs (concatenated) or a folder with gt.txt (PATH<TAB>label lines).
+Metrics: word_acc = exact matches / samples after the protocol's normalisation; CER = edit distance /
+label characters; 1-NED = 1 - mean(edit distance / max(len(pred), len(label))) (ICDAR 2019, higher is better).
+The overall line pools the counts of all datasets (sum of correct / sum of samples), it is not a mean of
+per-dataset accuracies. Under torchrun each rank evaluates a disjoint shard and the counts are summed.
+"""
+
+
+class UsageError(ValueError):
+    """Bad command line input (exit code 2)."""
+
+
+@dataclass
+class DatasetReport:
+    """One dataset's summed result and the wall time it took."""
+
+    path: str
+    result: object  # crnn.engine.evaluate.EvalResult
+    seconds: float
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Argument parser of crnn-eval."""
+    from crnn.infer import AMP_MODES
+    from crnn.metrics import PROTOCOLS
+
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--weights", help="checkpoint (any crnn layout); default: the shipped model in weights/")
+    p.add_argument("--data", action="append", required=True, metavar="PATH",
+                   help="LMDB, folder of LMDBs, or folder with gt.txt; repeat for several datasets")
+    p.add_argument("--protocol", choices=PROTOCOLS, default="alnum-insensitive",
+                   help="label/prediction normalisation before comparing (default: alnum-insensitive)")
+    p.add_argument("--decoder", choices=("greedy", "beam"), default="greedy", help="CTC decoder (default: greedy)")
+    p.add_argument("--beam-width", type=int, default=10, help="beam width for --decoder beam (default: 10)")
+    p.add_argument("--batch-size", type=int, default=64, help="images per forward pass and process (default: 64)")
+    p.add_argument("--workers", type=int, default=1, help="data loader worker processes per rank (default: 1)")
+    p.add_argument("--worst", type=int, default=5, help="show the N errors with the largest edit distance (default: 5)")
+    p.add_argument("--json", action="store_true", help="print one JSON summary instead of the table")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (under torchrun: cuda:LOCAL_RANK)")
+    p.add_argument("--amp", choices=AMP_MODES, default="off", help="autocast: off (default), bf16, fp16 (CUDA)")
+    p.add_argument("--config", help="YAML config for a bare state dict that stores none")
+    p.add_argument("--charset", help="charset for a bare state dict")
+    return p
+
+
+def _setup_device(name: str):
+    """Resolve the device; under torchrun also start the process group (gloo on CPU, nccl on CUDA)."""
+    import torch
+
+    from crnn.engine.distributed import init_distributed, launched_by_torchrun
+    from crnn.infer import resolve_device
+
+    device = resolve_device(name)
+    if not launched_by_torchrun():
+        return device
+    info = init_distributed(device.type)
+    return torch.device("cuda", info.local_rank) if device.type == "cuda" else device
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Evaluate on every dataset; return the summary (identical on every rank)."""
+    from crnn.data.loader import build_eval_loader
+    from crnn.engine.checkpoint import load_checkpoint
+    from crnn.engine.distributed import get_rank, get_world_size
+    from crnn.engine.evaluate import evaluate
+    from crnn.infer import Recognizer, default_weights, fallback_spec
+
+    device = _setup_device(args.device)
+    weights = str(args.weights or default_weights())
+    ckpt = load_checkpoint(weights)
+    config, charset = fallback_spec(args.config, args.charset)
+    rec = Recognizer.from_checkpoint(ckpt, "cpu", args.amp, config=config, charset=charset)
+    model = rec.model.to(device)
+    d, channels = rec.config.data, rec.config.model.in_channels
+    reports = []
+    for path in args.data:
+        loader = build_eval_loader(path, height=d.height, width=d.width, keep_ratio=d.keep_ratio,
+                                   max_width=d.max_width, channels=channels, batch_size=args.batch_size,
+                                   num_workers=args.workers, rank=get_rank(), world_size=get_world_size())
+        t0 = time.perf_counter()
+        res = evaluate(model, loader, rec.charset, device, protocol=args.protocol, decoder=args.decoder,
+                       amp=args.amp, keep_errors=args.worst, max_examples=0, beam_width=args.beam_width)
+        reports.append(DatasetReport(path, res, time.perf_counter() - t0))
+    return summarize(reports, weights, ckpt, rec, args, get_world_size(), str(device))
+
+
+def _row(path: str, metrics: dict, samples: int, seconds: float) -> dict:
+    """One dataset (or the pooled total) as plain data."""
+    return {"path": path, "samples": samples, "word_acc": metrics["word_acc"], "cer": metrics["cer"],
+            "ned": metrics["ned"], "seconds": round(seconds, 3), "images_per_s": samples / max(seconds, 1e-9)}
+
+
+def summarize(reports: list[DatasetReport], weights: str, ckpt, rec, args, world: int, device: str) -> dict:
+    """The machine-readable summary: per dataset, pooled overall, settings."""
+    import torch
+
+    from crnn.metrics import RecognitionMetrics
+
+    datasets = []
+    for r in reports:
+        row = _row(r.path, r.result.metrics, int(r.result.metrics["samples"]), r.seconds)
+        row["undecodable_images"] = r.result.skipped
+        row["worst"] = [{"label": lab, "pred": pred, "distance": dist} for lab, pred, dist in r.result.errors]
+        datasets.append(row)
+    pooled_state = torch.stack([r.result.state for r in reports]).sum(0)  # [5] counts summed over datasets
+    pooled = RecognitionMetrics.from_state_tensor(pooled_state, protocol=args.protocol).compute()
+    overall = _row("overall", pooled, int(pooled["samples"]), sum(r.seconds for r in reports))
+    overall["pooling"] = "counts summed over all datasets (sum of correct / sum of samples)"
+    return {"weights": weights, "variant": rec.config.model.variant, "step": ckpt.step,
+            "num_classes": rec.charset.num_classes, "protocol": args.protocol, "decoder": args.decoder,
+            "processes": world, "device": device, "datasets": datasets, "overall": overall}
+
+
+def print_table(s: dict, out: TextIO) -> None:
+    """Human-readable report: settings, one row per dataset, the pooled row, then the worst errors."""
+    step = f", step {s['step']}" if s["step"] is not None else ""
+    out.write(f"weights {s['weights']} ({s['variant']}, {s['num_classes'] - 1} chars{step})\n"
+              f"protocol {s['protocol']}, decoder {s['decoder']}, {s['processes']} process(es) on {s['device']}\n\n")
+    rows = s["datasets"] + [dict(s["overall"], path="overall (pooled: sum over datasets)")]
+    width = max(len(r["path"]) for r in rows)
+    out.write(f"{'dataset':<{width}}  {'samples':>8}  {'word_acc':>8}  {'CER':>7}  {'1-NED':>7}  {'img/s':>8}\n")
+    for r in rows:
+        out.write(f"{r['path']:<{width}}  {r['samples']:>8d}  {r['word_acc']:>8.4f}  {r['cer']:>7.4f}  "
+                  f"{r['ned']:>7.4f}  {r['images_per_s']:>8.1f}\n")
+    for r in s["datasets"]:
+        if r["undecodable_images"]:
+            out.write(f"\n{r['path']}: {r['undecodable_images']} undecodable image(s) were skipped\n")
+        if r["worst"]:
+            out.write(f"\nworst {len(r['worst'])} errors in {r['path']} (label -> prediction, edit distance):\n")
+            for e in r["worst"]:
+                out.write(f"  {e['label']!r:<28} -> {e['pred']!r}  ({e['distance']})\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of crnn-eval."""
+    args = build_parser().parse_args(argv)
+    from crnn.charset import CharsetError
+    from crnn.config import ConfigError
+    from crnn.data.datasets import DatasetError
+    from crnn.engine.checkpoint import CheckpointError
+    from crnn.engine.distributed import cleanup_distributed, is_main_process
+    from crnn.infer import InferenceError
+
+    try:
+        if min(args.batch_size, args.beam_width) < 1 or min(args.workers, args.worst) < 0:
+            raise UsageError("--batch-size/--beam-width must be >= 1 and --workers/--worst >= 0")
+        summary = run(args)
+        if is_main_process():  # decided before the process group is torn down
+            print(json.dumps(summary, ensure_ascii=False)) if args.json else print_table(summary, sys.stdout)
+    except (UsageError, CheckpointError, DatasetError, InferenceError, ConfigError, CharsetError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        cleanup_distributed()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
