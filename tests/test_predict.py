@@ -244,3 +244,19 @@ def test_lexicon_answers_are_lexicon_words(ckpts, images, tmp_path, capsys):
 def test_bf16_option_runs_on_cpu(ckpts, images, capsys):
     rc, out, err = run(["--weights", str(ckpts["weights"]), "--amp", "bf16", str(images)], capsys)
     assert rc == 0 and len(out.splitlines()) == 4
+
+
+def test_benchmark_quick_mode_runs_and_writes_json(ckpts, images, tmp_path, capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_predict", infer.__file__.replace(
+        "crnn/infer.py", "benchmarks/bench_predict.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    (tmp_path / "gt.txt").write_text(f"{images / '2.png'}\tcat\n{images / '10.png'}\tdog\n")
+    out = tmp_path / "bench.json"
+    assert bench.main(["--weights", str(ckpts["weights"]), "--data", str(tmp_path), "--no-tesseract",
+                       "--batch-size", "2", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["images"] == 2 and result["results"][0]["failed"] == 0
+    assert set(result["results"][0]) == {"name", "weights", "images", "seconds", "images_per_s", "word_acc", "failed"}

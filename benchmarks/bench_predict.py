@@ -1,0 +1,168 @@
+"""Throughput and accuracy of crnn-predict's library path against Tesseract on the same real word crops.
+
+    python benchmarks/bench_predict.py                       # shipped model, all of iiit5k_train
+    python benchmarks/bench_predict.py --quick --out /tmp/bench_predict.json
+    python benchmarks/bench_predict.py --weights runs/x/best.pt --limit 500 --amp bf16
+
+crnn: ``Recognizer.predict_paths`` in this process (file reading, resizing, batching, decoding included),
+timed after a warm-up pass. Tesseract: ``tesseract IMG stdout --psm 7`` (one text line) per image with
+OMP_THREAD_LIMIT=1, once with as many parallel processes as cores and once single-process. Accuracy is
+word accuracy under the alnum-insensitive protocol (lowercase, keep 0-9a-z) for both.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = REPO.parent / "shared" / "data" / "iiit5k_train"
+PROTOCOL = "alnum-insensitive"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--weights", help="checkpoint (default: the shipped model in weights/)")
+    p.add_argument("--data", default=str(DEFAULT_DATA), help="folder with gt.txt (PATH<TAB>label lines)")
+    p.add_argument("--limit", type=int, help="use the first N images (default: all)")
+    p.add_argument("--quick", action="store_true", help="40 images, for CI")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--amp", choices=("off", "bf16"), default="off")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own, = cores)")
+    p.add_argument("--compare-amp", action="store_true",
+                   help="also time --amp bf16 and count the images whose prediction differs from amp off")
+    p.add_argument("--no-tesseract", action="store_true", help="only measure crnn")
+    p.add_argument("--out", help="write the results as JSON here")
+    return p.parse_args(argv)
+
+
+def read_gt(folder: Path, limit: int | None) -> tuple[list[str], list[str]]:
+    """Image paths and labels from ``folder/gt.txt``."""
+    paths, labels = [], []
+    for line in (folder / "gt.txt").read_text(encoding="utf-8").splitlines():
+        if "\t" in line:
+            rel, label = line.split("\t", 1)
+            paths.append(str(folder / rel))
+            labels.append(label)
+    n = limit if limit is not None else len(paths)
+    return paths[:n], labels[:n]
+
+
+def word_accuracy(preds: list[str], labels: list[str]) -> float:
+    from crnn.metrics import RecognitionMetrics
+
+    m = RecognitionMetrics(PROTOCOL)
+    m.update(preds, labels)
+    return m.compute()["word_acc"]
+
+
+def bench_crnn(args: argparse.Namespace, paths: list[str], labels: list[str], amp: str) -> dict:
+    """Warm up, then time ``predict_paths`` over every image."""
+    from crnn.infer import Recognizer, default_weights
+
+    weights = args.weights or str(default_weights())
+    rec = Recognizer.from_checkpoint(weights, device=args.device, amp=amp, batch_size=args.batch_size)
+    list(rec.predict_paths(paths[: min(len(paths), 2 * args.batch_size)]))  # warm-up: allocator, kernels, threads
+    t0 = time.perf_counter()
+    preds = list(rec.predict_paths(paths))
+    dt = time.perf_counter() - t0
+    d = rec.config.data
+    geometry = f"keep_ratio<= {d.max_width}" if d.keep_ratio else f"fixed width {d.width}"
+    return {"name": f"crnn {rec.config.model.variant} ({args.device}, amp {amp}, batch {args.batch_size}, "
+                    f"{torch.get_num_threads()} threads, {geometry})",
+            "weights": weights, "images": len(paths), "seconds": dt, "images_per_s": len(paths) / dt,
+            "word_acc": word_accuracy([p.text or "" for p in preds], labels),
+            "failed": sum(p.error is not None for p in preds), "texts": [p.text for p in preds]}
+
+
+def tesseract_one(path: str) -> str:
+    """Tesseract's single-line reading of one image (empty on failure)."""
+    env = dict(os.environ, OMP_THREAD_LIMIT="1")
+    proc = subprocess.run(["tesseract", path, "stdout", "--psm", "7"], capture_output=True, text=True, env=env)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def bench_tesseract(paths: list[str], labels: list[str], procs: int) -> dict:
+    """Time Tesseract over every image with ``procs`` processes running at a time."""
+    tesseract_one(paths[0])  # warm-up: page cache of the binary and traineddata
+    t0 = time.perf_counter()
+    if procs == 1:
+        preds = [tesseract_one(p) for p in paths]
+    else:
+        with ThreadPoolExecutor(procs) as pool:
+            preds = list(pool.map(tesseract_one, paths))
+    dt = time.perf_counter() - t0
+    return {"name": f"tesseract --psm 7 ({procs} process{'es' if procs > 1 else ''}, OMP_THREAD_LIMIT=1)",
+            "images": len(paths), "seconds": dt, "images_per_s": len(paths) / dt,
+            "word_acc": word_accuracy(preds, labels)}
+
+
+def tesseract_version() -> str | None:
+    if shutil.which("tesseract") is None:
+        return None
+    out = subprocess.run(["tesseract", "--version"], capture_output=True, text=True)
+    return (out.stdout or out.stderr).splitlines()[0]
+
+
+def print_table(rows: list[dict]) -> None:
+    width = max(len(r["name"]) for r in rows)
+    print(f"{'method':<{width}}  {'images':>6}  {'seconds':>8}  {'img/s':>8}  {'word_acc':>8}")
+    for r in rows:
+        print(f"{r['name']:<{width}}  {r['images']:>6}  {r['seconds']:>8.2f}  {r['images_per_s']:>8.1f}  "
+              f"{r['word_acc']:>8.4f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    paths, labels = read_gt(Path(args.data), 40 if args.quick else args.limit)
+    if not paths:
+        print(f"bench_predict: error: no images listed in {Path(args.data) / 'gt.txt'}", file=sys.stderr)
+        return 2
+    load_before = os.getloadavg()[0]
+    rows = [bench_crnn(args, paths, labels, args.amp)]
+    amp_diff = None
+    if args.compare_amp:
+        other = bench_crnn(args, paths, labels, "bf16" if args.amp == "off" else "off")
+        amp_diff = sum(a != b for a, b in zip(rows[0]["texts"], other["texts"]))
+        rows.append(other)
+    for r in rows:
+        r.pop("texts", None)
+    version = None if args.no_tesseract else tesseract_version()
+    if version:
+        rows.append(bench_tesseract(paths, labels, os.cpu_count() or 1))
+        rows.append(bench_tesseract(paths, labels, 1))
+    elif not args.no_tesseract:
+        print("bench_predict: tesseract not found on PATH; measuring crnn only", file=sys.stderr)
+    print(f"{len(paths)} images from {args.data}; accuracy = word accuracy, {PROTOCOL}; "
+          f"{os.cpu_count()} cores, load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}")
+    print_table(rows)
+    if amp_diff is not None:
+        print(f"amp off vs bf16: {amp_diff} of {len(paths)} predictions differ")
+    ratios = {f"crnn / {r['name']}": rows[0]["images_per_s"] / r["images_per_s"] for r in rows[1:]
+              if r["name"].startswith("tesseract")}
+    for name, ratio in ratios.items():
+        print(f"speed ratio {name}: {ratio:.2f}x")
+    result = {"data": args.data, "images": len(paths), "protocol": PROTOCOL, "cores": os.cpu_count(),
+              "torch": torch.__version__, "tesseract": version, "load_average": [load_before, os.getloadavg()[0]],
+              "results": rows, "speed_ratios": ratios,
+              "amp_bf16_differing_predictions": amp_diff}
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
