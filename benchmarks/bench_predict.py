@@ -29,6 +29,7 @@ PROTOCOL = "alnum-insensitive"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Command-line options."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--weights", help="checkpoint (default: the shipped model in weights/)")
     p.add_argument("--data", default=str(DEFAULT_DATA), help="folder with gt.txt (PATH<TAB>label lines)")
@@ -58,6 +59,7 @@ def read_gt(folder: Path, limit: int | None) -> tuple[list[str], list[str]]:
 
 
 def word_accuracy(preds: list[str], labels: list[str]) -> float:
+    """Word accuracy under the alnum-insensitive protocol."""
     from crnn.metrics import RecognitionMetrics
 
     m = RecognitionMetrics(PROTOCOL)
@@ -107,6 +109,7 @@ def bench_tesseract(paths: list[str], labels: list[str], procs: int) -> dict:
 
 
 def tesseract_version() -> str | None:
+    """First line of ``tesseract --version``; None when it is not installed."""
     if shutil.which("tesseract") is None:
         return None
     out = subprocess.run(["tesseract", "--version"], capture_output=True, text=True)
@@ -114,6 +117,7 @@ def tesseract_version() -> str | None:
 
 
 def print_table(rows: list[dict]) -> None:
+    """One line per method."""
     width = max(len(r["name"]) for r in rows)
     print(f"{'method':<{width}}  {'images':>6}  {'seconds':>8}  {'img/s':>8}  {'word_acc':>8}")
     for r in rows:
@@ -122,6 +126,7 @@ def print_table(rows: list[dict]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; print the table and ratios, optionally write JSON."""
     args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)

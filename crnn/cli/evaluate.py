@@ -86,8 +86,8 @@ def run(args: argparse.Namespace) -> dict:
     weights = str(args.weights or default_weights())
     ckpt = load_checkpoint(weights)
     config, charset = fallback_spec(args.config, args.charset)
-    rec = Recognizer.from_checkpoint(ckpt, "cpu", args.amp, config=config, charset=charset)
-    model = rec.model.to(device)
+    rec = Recognizer.from_checkpoint(ckpt, str(device), args.amp, config=config, charset=charset)
+    model = rec.model
     d, channels = rec.config.data, rec.config.model.in_channels
     reports = []
     for path in args.data:
