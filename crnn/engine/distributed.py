@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,6 +15,9 @@ import torch
 import torch.distributed as dist
 
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+# Words in the RuntimeError of a collective whose peer crashed, hung or went away (gloo and NCCL wordings).
+_COMM_FAILURE_WORDS = ("connection closed by peer", "connection reset by peer", "broken pipe", "timed out waiting",
+                       "/gloo/", "nccl")
 
 
 def launched_by_torchrun() -> bool:
@@ -112,12 +116,47 @@ def init_distributed(device_type: str, backend: str = "auto", init_method: str =
         backend = "nccl" if device_type == "cuda" else "gloo"
     if device_type == "cuda":
         torch.cuda.set_device(local_rank)
-    kwargs = {}
+    kwargs: dict = {}
     if device_type == "cuda" and backend == "nccl":
         kwargs["device_id"] = torch.device("cuda", local_rank)
-    dist.init_process_group(backend=backend, init_method=init_method, rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
+    timeout = datetime.timedelta(seconds=timeout_s)
+    store = restart_safe_store(init_method, rank, world, timeout)
+    if store is None:
+        kwargs["init_method"] = init_method
+    else:
+        kwargs["store"] = store
+    dist.init_process_group(backend=backend, rank=rank, world_size=world, timeout=timeout, **kwargs)
     return DistInfo(rank, local_rank, world, backend)
+
+
+def restart_safe_store(init_method: str, rank: int, world: int, timeout: datetime.timedelta) -> dist.Store | None:
+    """The env:// store under a prefix unique to this torchrun restart (None outside torchrun / for other methods).
+
+    torchrun keeps one store across the restarts of a worker group, so a restarted group would otherwise read the
+    connection details the dead group left there (gloo: "Connection refused" to a dead rank's port, or a hang until
+    train.timeout_s when that port has been reused).
+    """
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
+    if init_method != "env://" or attempt is None:
+        return None
+    store, _, _ = next(dist.rendezvous(init_method, rank, world, timeout=timeout))
+    store.set_timeout(timeout)
+    return dist.PrefixStore(f"crnn/restart_{attempt}", store)
+
+
+def is_comm_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failed or timed-out collective: another rank crashed, hung or lost its connection."""
+    if isinstance(exc, dist.DistError):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and any(w in text for w in _COMM_FAILURE_WORDS)
+
+
+def comm_failure_reason(exc: BaseException) -> str:
+    """The first line of a collective's error, without the C++ source location and the backend's advice."""
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    text = re.sub(r"^\[[^\]]*\]\s*", "", text)  # "[/path/to/pair.cc:561] "
+    return text.split(". This is typically")[0].rstrip(". ")
 
 
 def cleanup_distributed() -> None:
