@@ -34,5 +34,17 @@ if [ "$NNODES" -gt 1 ]; then
 else
   RDZV=(--standalone --nnodes=1)
 fi
-exec "$PY" -m torch.distributed.run "${RDZV[@]}" --nproc_per_node="$NPROC" --max-restarts="$MAX_RESTARTS" \
+# torchrun itself, except that a Ctrl-C / SIGTERM ends with one line and exit code 128+signal (130, 143) instead of
+# torchrun's traceback and exit code 1: the agent forwards the signal, each worker finishes its step, rank 0 saves
+# last.pt, and running the same command again resumes (train.resume=auto).
+LAUNCH='import sys
+from torch.distributed.elastic.multiprocessing.api import SignalException
+from torch.distributed.run import main
+try:
+    main()
+except SignalException as e:
+    print(f"train_ddp.sh: stopped by {e.sigval.name}; run the same command again to resume from last.pt",
+          file=sys.stderr)
+    sys.exit(128 + int(e.sigval))'
+exec "$PY" -c "$LAUNCH" "${RDZV[@]}" --nproc_per_node="$NPROC" --max-restarts="$MAX_RESTARTS" \
   -m crnn.cli.train "${ARGS[@]}"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 EPILOG = """examples:
@@ -35,27 +36,36 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = load_config(args.config, args.overrides)
     except ConfigError as e:
-        print(f"crnn-train: error: {e}", file=sys.stderr)
+        print(f"crnn-train: error: {_one_line(e)}", file=sys.stderr)
         return 2
     if args.print_config:
         print(dump_config(cfg), end="")
         return 0
-    from crnn.engine.trainer import fit
+    from crnn.engine.trainer import TrainingError, fit
 
     try:
         summary = fit(cfg)
     except KeyboardInterrupt:
-        print("crnn-train: interrupted", file=sys.stderr)
+        print(f"crnn-train: {_rank_prefix()}interrupted", file=sys.stderr)
         return 130
-    except (ValueError, RuntimeError, OSError) as e:
-        from crnn.engine.trainer import TrainingError
-
-        known = isinstance(e, (TrainingError, ValueError, OSError))
-        if not known:
-            raise
-        print(f"crnn-train: error: {e}", file=sys.stderr)
+    except (TrainingError, ValueError, OSError) as e:
+        msg = _one_line(e)
+        print(f"crnn-train: error: {'' if msg.startswith('rank ') else _rank_prefix()}{msg}", file=sys.stderr)
         return 1
-    return 130 if summary.get("interrupted") else 0
+    if summary.get("interrupted"):
+        return 128 + int(summary.get("signal") or 2)  # 130 after SIGINT, 143 after SIGTERM (shell convention)
+    return 0
+
+
+def _one_line(e: BaseException) -> str:
+    """The error's message on one line (YAML and OS errors can span several)."""
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def _rank_prefix() -> str:
+    """"rank R of N: " under torchrun with several processes, else "" (so each rank's message says who it is)."""
+    world = os.environ.get("WORLD_SIZE", "1")
+    return f"rank {os.environ.get('RANK', '?')} of {world}: " if world.isdigit() and int(world) > 1 else ""
 
 
 if __name__ == "__main__":

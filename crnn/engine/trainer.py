@@ -4,10 +4,12 @@ The mode is decided once, in :func:`setup_runtime`; everything after it works th
 """
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
 import random
+import re
 import signal
 import time
 from dataclasses import dataclass, field
@@ -19,8 +21,8 @@ import torch.nn as nn
 from crnn.charset import Charset
 from crnn.config import Config, config_to_dict, dump_config
 from crnn.engine import distributed as D
-from crnn.engine.checkpoint import (load_checkpoint, load_model_weights, model_checkpoint, save_checkpoint,
-                                    unwrap_model)
+from crnn.engine.checkpoint import (CheckpointError, load_checkpoint, load_model_weights, model_checkpoint,
+                                    save_checkpoint, unwrap_model)
 from crnn.engine.evaluate import EvalResult, autocast_context, evaluate
 from crnn.loss import ctc_loss
 from crnn.metrics import normalize_text
@@ -111,18 +113,38 @@ def prepare_data(cfg: Config) -> None:
 
 def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
     """Training loader (sharded under DDP) and named validation loaders."""
+    from crnn.data.datasets import DatasetError
     from crnn.data.loader import build_eval_loader, build_train_loader
 
     d = cfg.data
     geom = dict(height=d.height, width=d.width, keep_ratio=d.keep_ratio, max_width=d.max_width,
                 channels=cfg.model.in_channels)
-    train = build_train_loader(d.train, charset, **geom, batch_size=d.batch_size, num_workers=d.num_workers,
-                               max_label_length=d.max_label_length, augment=d.augment, seed=cfg.train.seed,
-                               rank=rt.rank, world_size=rt.world_size)
-    vals = {p: build_eval_loader(p, **geom, batch_size=d.batch_size, num_workers=min(d.num_workers, 1),
-                                 rank=rt.rank, world_size=rt.world_size)
-            for p in d.val}
+    try:
+        train = build_train_loader(d.train, charset, **geom, batch_size=d.batch_size, num_workers=d.num_workers,
+                                   max_label_length=d.max_label_length, augment=d.augment, seed=cfg.train.seed,
+                                   rank=rt.rank, world_size=rt.world_size)
+    except DatasetError as e:
+        raise TrainingError(f"data.train: {e}") from None
+    vals = {}
+    for p in d.val:
+        try:
+            vals[p] = build_eval_loader(p, **geom, batch_size=d.batch_size, num_workers=min(d.num_workers, 1),
+                                        rank=rt.rank, world_size=rt.world_size)
+        except DatasetError as e:
+            raise TrainingError(f"data.val: {e}") from None
+    for loader in (train.loader, *vals.values()):
+        loader.worker_init_fn = functools.partial(_worker_init, loader.worker_init_fn)
     return train, vals
+
+
+def _worker_init(previous, worker_id: int) -> None:
+    """DataLoader workers ignore SIGINT/SIGTERM: Ctrl-C or a SIGTERM sent to the whole process group (a terminal,
+    torchrun, a scheduler) must reach only the training process, which finishes its step, saves and stops the
+    workers itself. Without this a worker dies first and the main process fails with "DataLoader worker killed"."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if previous is not None:
+        previous(worker_id)
 
 
 # ----------------------------------------------------------------------------- model / optimisation
@@ -131,8 +153,11 @@ def build_training_model(cfg: Config, charset: Charset, rt: Runtime) -> tuple[nn
     m, t = cfg.model, cfg.train
     model = build_model(m.variant, m.in_channels, charset.num_classes, m.hidden or None, m.batch_norm)
     if t.init_weights:
-        ck = load_checkpoint(t.init_weights)
-        load_model_weights(model, ck.model_state, strict=True)
+        try:
+            ck = load_checkpoint(t.init_weights)
+            load_model_weights(model, ck.model_state, strict=True)
+        except CheckpointError as e:
+            raise TrainingError(_checkpoint_problem("train.init_weights", t.init_weights, e)) from None
         log.info("initialised weights from %s (%s, keys had prefix %r)", t.init_weights, ck.kind, ck.source_prefix)
     if t.model_parallel:
         model.place(t.model_parallel[0], t.model_parallel[1])
@@ -259,18 +284,91 @@ def resume_path(cfg: Config, rt: Runtime) -> Path | None:
 
 def restore(path: Path, model, opt, sched, scaler, cfg: Config) -> TrainState:
     """Load a training checkpoint into model/optimizer/scheduler/scaler and return its counters."""
-    ck = load_checkpoint(str(path))
-    if ck.kind != "training":
-        raise TrainingError(f"{path} holds weights only; use train.init_weights={path} to start from it")
-    load_model_weights(model, ck.model_state, strict=True)
-    opt.load_state_dict(ck.raw["optimizer"])
-    sched.load_state_dict(ck.raw["scheduler"])
-    if scaler is not None and ck.raw.get("scaler"):
-        scaler.load_state_dict(ck.raw["scaler"])
-    set_rng_state(ck.raw["rng"])
+    try:
+        ck = load_checkpoint(str(path))
+        if ck.kind != "training":
+            raise TrainingError(f"{path} holds weights only; use train.init_weights={path} to start from it")
+        load_model_weights(model, ck.model_state, strict=True)
+    except CheckpointError as e:
+        raise TrainingError(_checkpoint_problem("train.resume", path, e) + "; resume from another checkpoint "
+                            "(e.g. best.pt) with train.resume=PATH, or start afresh with train.resume=none") from None
+    stored = (ck.config or {}).get("train", {}).get("optimizer", cfg.train.optimizer)
+    if stored != cfg.train.optimizer:
+        raise TrainingError(f"train.resume={path}: it was trained with train.optimizer={stored}, this run asks for "
+                            f"{cfg.train.optimizer}; resume with train.optimizer={stored}, or start a new run from its "
+                            f"weights with train.init_weights={path}")
+    try:
+        opt.load_state_dict(ck.raw["optimizer"])
+        sched.load_state_dict(ck.raw["scheduler"])
+        if scaler is not None and ck.raw.get("scaler"):
+            scaler.load_state_dict(ck.raw["scaler"])
+        set_rng_state(ck.raw["rng"])
+    except (KeyError, ValueError, TypeError, RuntimeError) as e:
+        raise TrainingError(f"train.resume={path}: its optimizer/scheduler state does not fit this run "
+                            f"(train.optimizer={cfg.train.optimizer}; {type(e).__name__}: {e}); start a new run from "
+                            f"its weights with train.init_weights={path}") from None
     st = TrainState(**{k: v for k, v in ck.raw.get("state", {}).items() if k in TrainState.__dataclass_fields__})
     log.info("resumed from %s at step %d (epoch %d)", path, st.step, st.epoch)
     return st
+
+
+def _checkpoint_problem(key: str, path, e: Exception) -> str:
+    """One line: the config key, the file and what is wrong with it (the path only once)."""
+    msg = str(e)
+    return f"{key}: {msg}" if str(path) in msg else f"{key}={path}: {msg}"
+
+
+_STALE_TMP = re.compile(r".+\.pt\.\d+\.tmp")
+
+
+def remove_stale_temporaries(out: Path) -> list[Path]:
+    """Delete ``*.pt.<pid>.tmp`` left in ``out`` by a save that was killed half-way; returns what was removed."""
+    if not out.is_dir():
+        return []
+    stale = [p for p in out.iterdir() if _STALE_TMP.fullmatch(p.name) and p.is_file()]
+    for p in stale:
+        p.unlink(missing_ok=True)
+    if stale:
+        log.info("removed %d half-written checkpoint file(s) left by an interrupted save: %s", len(stale),
+                 ", ".join(p.name for p in stale))
+    return stale
+
+
+def check_output_dir(out: Path) -> None:
+    """Fail early, before any data work, when ``out`` cannot become a writable folder (nothing is created)."""
+    probe = out
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise TrainingError(f"train.output_dir={out}: cannot create it, {probe} is a file, not a folder; "
+                            "choose another train.output_dir")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise TrainingError(f"train.output_dir={out}: {probe} is not writable; choose another train.output_dir")
+
+
+def create_output_dir(cfg: Config) -> None:
+    """Create the output folder and write the resolved config.yaml into it (atomically)."""
+    out = Path(cfg.train.output_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = out / f"config.yaml.{os.getpid()}.tmp"
+        tmp.write_text(dump_config(cfg), encoding="utf-8")
+        os.replace(tmp, out / "config.yaml")
+    except OSError as e:
+        raise TrainingError(f"train.output_dir={out}: cannot write there ({e.strerror or e}); "
+                            "choose a writable train.output_dir") from None
+
+
+def check_label_length(cfg: Config, bare: nn.Module) -> None:
+    """Warn when data.max_label_length admits labels longer than the model's T (CTC cannot align them)."""
+    d = cfg.data
+    width = d.max_width if d.keep_ratio else d.width
+    steps = int(bare.output_length(width))
+    if d.max_label_length > steps:
+        log.warning("data.max_label_length=%d is more than the %d time steps the model has for width %d: labels "
+                    "longer than %d (fewer with repeated letters) cannot be learned; they count as 'unfit' in the "
+                    "log (lower data.max_label_length or raise data.%s)", d.max_label_length, steps, width, steps,
+                    "max_width" if d.keep_ratio else "width")
 
 
 # ----------------------------------------------------------------------------- logging
@@ -292,15 +390,23 @@ class Meter:
         return self.images / max(time.perf_counter() - self.t0, 1e-9)
 
 
-class StopFlag:
-    """Set by SIGINT/SIGTERM; the loop checks it between steps, saves and exits cleanly."""
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
-    def __init__(self) -> None:
+
+class StopFlag:
+    """Set by SIGINT/SIGTERM/SIGHUP; the loop checks it between steps, saves and exits cleanly.
+
+    torchrun forwards these signals from its agent to every worker (and waits 30 s, --shutdown-timeout, before
+    SIGKILL); a second signal gives up at once.
+    """
+
+    def __init__(self, main: bool = True) -> None:
         self.signum: int | None = None
+        self.main = main
         self._old: dict = {}
 
     def __enter__(self) -> "StopFlag":
-        for s in (signal.SIGINT, signal.SIGTERM):
+        for s in STOP_SIGNALS:
             try:
                 self._old[s] = signal.signal(s, self._handle)
             except ValueError:  # not the main thread (e.g. called from a test runner thread)
@@ -311,8 +417,9 @@ class StopFlag:
         if self.signum is not None:  # second Ctrl-C: give up immediately
             raise KeyboardInterrupt
         self.signum = signum
-        log.warning("received %s: finishing this step, saving a checkpoint and stopping",
-                    signal.Signals(signum).name)
+        if self.main:
+            log.warning("received %s: finishing this step, saving a checkpoint and stopping",
+                        signal.Signals(signum).name)
 
     def __exit__(self, *exc) -> None:
         for s, h in self._old.items():
@@ -430,21 +537,35 @@ def fit(cfg: Config) -> dict:
     """Train according to ``cfg``; returns a summary dict (final step, best metric, paths)."""
     rt = setup_runtime(cfg)
     setup_logging(rt.main)
+    st = TrainState()
     try:
-        return _fit(cfg, rt)
+        return _fit(cfg, rt, st)
+    except RuntimeError as e:
+        lost = lost_contact(e, rt, cfg, st.step)
+        if lost is None:
+            raise
+        raise lost from None
     finally:
         D.cleanup_distributed()
 
 
-def _fit(cfg: Config, rt: Runtime) -> dict:
+def lost_contact(e: BaseException, rt: Runtime, cfg: Config, step: int) -> TrainingError | None:
+    """A collective that failed because another rank crashed or hung, as one line naming this rank (else None)."""
+    if rt.mode != "ddp" or isinstance(e, TrainingError) or not D.is_comm_failure(e):
+        return None
+    return TrainingError(f"rank {rt.rank} of {rt.world_size}: lost contact with the other ranks at step {step} "
+                         f"({D.comm_failure_reason(e)}); another rank failed or hung — see its message; ranks wait "
+                         f"at most train.timeout_s={cfg.train.timeout_s} s for each other")
+
+
+def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
     t = cfg.train
     out = Path(t.output_dir)
     if t.threads > 0:
         torch.set_num_threads(t.threads)
     seed_everything(t.seed + 1000 * rt.rank)
     if rt.main:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "config.yaml").write_text(dump_config(cfg), encoding="utf-8")
+        check_output_dir(out)
         log.info("resolved config:\n%s", dump_config(cfg).rstrip())
         log.info("mode: %s on %s (world size %d)", rt.mode, rt.device, rt.world_size)
     D.barrier()
@@ -456,23 +577,26 @@ def _fit(cfg: Config, rt: Runtime) -> dict:
     if rt.main:
         log.info("model %s: %.2f M parameters, %d classes, T=%d for width %d", cfg.model.variant,
                  count_parameters(bare) / 1e6, charset.num_classes, bare.output_length(cfg.data.width), cfg.data.width)
+        check_label_length(cfg, bare)
     opt, scaler = build_optimizer(cfg, model), build_scaler(cfg, rt)
     sched = build_scheduler(cfg, opt)
-    st = TrainState()
     rp = resume_path(cfg, rt)
     if rp is not None:
-        st = restore(rp, model, opt, sched, scaler, cfg)
+        vars(st).update(vars(restore(rp, model, opt, sched, scaler, cfg)))
         if rt.rank > 0:
             seed_everything(t.seed + 1000 * rt.rank + st.step)
+    if rt.main:  # only now that the data, model and checkpoint were accepted: a bad input leaves nothing behind
+        create_output_dir(cfg)
+        remove_stale_temporaries(out)
     tb = open_tensorboard(cfg, rt)
     try:
-        with StopFlag() as stop:
+        with StopFlag(rt.main) as stop:
             ended = _loop(cfg, rt, model, bare, charset, train_loader, vals, opt, sched, scaler, st, tb, stop)
     finally:
         if tb is not None:
             tb.close()
     return {"step": st.step, "best_metric": st.best_metric, "output_dir": str(out), "ended": ended,
-            "interrupted": ended == "signal", "images_seen": st.images_seen}
+            "interrupted": ended == "signal", "signal": stop.signum, "images_seen": st.images_seen}
 
 
 def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt: Runtime) -> None:
@@ -482,7 +606,7 @@ def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt
 
 
 def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: TrainState, tb, stop) -> str:
-    """The step loop; returns why it ended: "done", "signal" (SIGINT/SIGTERM) or "stop_after"."""
+    """The step loop; returns why it ended: "done", "signal" (SIGINT/SIGTERM/SIGHUP) or "stop_after"."""
     t = cfg.train
     if len(loader) == 0:
         raise TrainingError(f"the training data gives no full batch of {cfg.data.batch_size} "
@@ -505,24 +629,22 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
                 continue
             ok = optimizer_step(model, opt, sched, scaler, cfg)
             st.step += 1
-            if not ok:
-                st.nonfinite_steps += 1
-                nonfinite_run += 1
-                log.warning("step %d: non-finite loss/gradients, update skipped (%d in a row)", st.step, nonfinite_run)
-                if nonfinite_run >= t.max_nonfinite:
-                    raise TrainingError(f"{nonfinite_run} non-finite steps in a row at step {st.step}: stopping; the "
-                                        f"last good checkpoint is {Path(t.output_dir) / 'last.pt'} (lower train.lr?)")
-            else:
-                nonfinite_run = 0
+            nonfinite_run = 0 if ok else nonfinite_run + 1
+            if ok:
                 meter.add(loss, n_img)
-            _periodic(cfg, rt, model, charset, vals, st, tb, meter, t_start, step0, opt, save)
-            time_boxed = t.stop_after > 0 and st.step - step0 >= t.stop_after and st.step < t.steps
+            else:
+                _count_nonfinite(st, nonfinite_run, cfg, rt)
             signalled = D.any_rank(stop.signum is not None)
+            if not signalled:  # on a signal, save at once: no validation that could outlast torchrun's grace time
+                _periodic(cfg, rt, model, charset, vals, st, tb, meter, t_start, step0, opt,
+                          save if nonfinite_run == 0 else None)
+            time_boxed = t.stop_after > 0 and st.step - step0 >= t.stop_after and st.step < t.steps
             if signalled or time_boxed:
                 save("last.pt")
-                log.warning("stopped at step %d/%d (%s); continue with train.resume=auto (or train.resume=%s)",
-                            st.step, t.steps, "signal" if signalled else "train.stop_after",
-                            Path(t.output_dir) / "last.pt")
+                if rt.main:
+                    log.warning("stopped at step %d/%d (%s); continue with train.resume=auto (or train.resume=%s)",
+                                st.step, t.steps, "signal" if signalled else "train.stop_after",
+                                Path(t.output_dir) / "last.pt")
                 return "signal" if signalled else "stop_after"
             if st.step >= t.steps:
                 break
@@ -535,13 +657,33 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
         save("best.pt")
     save("last.pt")
     if rt.main:
-        log.info("done: %d steps, %d images, %.1f min; checkpoints in %s", st.step, st.images_seen,
-                 (time.perf_counter() - t_start) / 60, t.output_dir)
+        log.info("done: %d steps, %d images, %.1f min; skipped %d undecodable images, %d labels too long for T, "
+                 "%d non-finite steps; checkpoints in %s", st.step, st.images_seen,
+                 (time.perf_counter() - t_start) / 60, st.skipped_images, st.unfit_labels, st.nonfinite_steps,
+                 t.output_dir)
     return "done"
 
 
+def _count_nonfinite(st: TrainState, run: int, cfg: Config, rt: Runtime) -> None:
+    """Count and log a skipped update; raise after train.max_nonfinite in a row (same step on every rank)."""
+    t = cfg.train
+    st.nonfinite_steps += 1
+    if rt.main:
+        log.warning("step %d: non-finite loss/gradients, update skipped (%d in a row, %d in total)",
+                    st.step, run, st.nonfinite_steps)
+    if run >= t.max_nonfinite:
+        last = Path(t.output_dir) / "last.pt"
+        kept = f"the last good checkpoint is {last}" if last.is_file() else "no checkpoint had been written yet"
+        raise TrainingError(f"{run} non-finite losses/gradients in a row at step {st.step} (train.max_nonfinite="
+                            f"{t.max_nonfinite}): stopping; {kept} (lower train.lr, or check the data)")
+
+
 def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t_start, step0, opt, save) -> None:
-    """Logging, validation and checkpointing that happen every N steps."""
+    """Logging, validation and checkpointing that happen every N steps.
+
+    ``save`` is None while updates are being skipped for non-finite gradients: the checkpoints on disk then stay
+    those of the last good step.
+    """
     t = cfg.train
     if st.step % t.log_every == 0 or st.step == t.steps:
         lr = opt.param_groups[0]["lr"]
@@ -562,11 +704,16 @@ def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t
         meter.reset()
     if t.val_every and st.step % t.val_every == 0:
         acc = validate_all(model, vals, charset, cfg, rt, st.step, tb)
-        if acc is not None and acc > st.best_metric:
+        if acc is not None and acc > st.best_metric and save is not None:
             st.best_metric = acc
             save("best.pt")
     if t.save_every and st.step % t.save_every == 0 and st.step < t.steps:
-        save("last.pt")
+        if save is None:
+            if rt.main:
+                log.warning("step %d: not saving last.pt during non-finite steps (keeping the last good one)",
+                            st.step)
+        else:
+            save("last.pt")
 
 
 def _fmt_time(s: float) -> str:
