@@ -171,7 +171,7 @@ def test_crash_while_saving_leaves_the_previous_checkpoint_intact(tmp_path, word
     assert train_main(_args(out, words_lmdb, "train.steps=4", "train.stop_after=2", "train.save_every=0")) == 0
     last = out / "last.pt"
     tmp = _kill_while_saving(last)
-    assert 0 < tmp.stat().st_size < 32_000_000  # a half-written file, and it is not at the final path
+    assert tmp.stat().st_size > 0  # the half-written file sits beside the final path, not at it
     ck = _ckpt(last)  # the final path always holds a complete checkpoint: the old one or a fully written new one
     assert ck["step"] == 2
     if "pad" in ck:
