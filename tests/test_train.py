@@ -172,3 +172,23 @@ def test_torchrun_with_dp_is_an_error(tmp_path, words_lmdb, monkeypatch):
 
 def test_legacy_local_rank_argument_is_accepted(tmp_path, words_lmdb):
     assert train_main(["--local_rank=0", *_overrides(tmp_path, words_lmdb, None, "train.steps=1")]) == 0
+
+
+def test_keep_ratio_training_uses_per_sample_lengths(tmp_path, words_lmdb, monkeypatch):
+    """With keep_ratio, CTC input lengths follow each image's own width, not the padded batch width."""
+    import crnn.engine.trainer as T
+
+    seen = []
+    orig = T.ctc_loss
+
+    def spy(logits, targets, target_lengths, input_lengths=None):
+        seen.append((logits.shape[1], input_lengths.clone()))
+        return orig(logits, targets, target_lengths, input_lengths)
+
+    monkeypatch.setattr(T, "ctc_loss", spy)
+    assert train_main(_overrides(tmp_path, words_lmdb, None, "train.steps=2", "data.keep_ratio=true",
+                                 "data.max_width=200")) == 0
+    assert seen
+    for T_padded, lengths in seen:
+        assert int(lengths.max()) <= T_padded
+    assert any(int(lengths.min()) < T_padded for T_padded, lengths in seen)  # rendered words differ in width

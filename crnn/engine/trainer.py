@@ -488,8 +488,10 @@ def train_step(model, batch, opt, scaler, cfg: Config, rt: Runtime, last_micro: 
     with ctx:
         with autocast_context(rt.device, cfg.train.amp):
             logits = model(images)  # (B, T, K)
-        widths = torch.full((logits.shape[0],), logits.shape[1], dtype=torch.long)
-        res = ctc_loss(logits, targets, target_lengths, widths)
+        steps = torch.full((logits.shape[0],), logits.shape[1], dtype=torch.long)  # (B,) valid time steps
+        if cfg.data.keep_ratio and not empty and getattr(batch, "widths", None) is not None:
+            steps = bare.output_length(batch.widths.long()).clamp(max=logits.shape[1])  # padding is not text
+        res = ctc_loss(logits, targets, target_lengths, steps)
         loss = res.loss * (0.0 if empty else 1.0 / cfg.train.accum_steps)
         (scaler.scale(loss) if scaler else loss).backward()
     return float(res.loss.detach()), res.num_unfit
