@@ -69,10 +69,12 @@ class CommTimer:
         return fut.then(done)
 
     def end_step(self) -> None:
-        """Close one step: its all-reduce span (first launch -> last completion) and summed bucket times."""
+        """Close one step: all-reduce span (first launch -> last completion, overlaps the backward pass),
+        tail (last launch -> last completion: the part no backward compute hides) and summed bucket times."""
         if self.launched:
             busy = sum(c - s for s, c in zip(self.launched, self.completed))
-            self.steps.append({"span_s": max(self.completed) - min(self.launched), "busy_s": busy,
+            self.steps.append({"span_s": max(self.completed) - min(self.launched),
+                               "tail_s": max(self.completed) - max(self.launched), "busy_s": busy,
                                "buckets": len(self.launched), "bytes": sum(self.bucket_bytes)})
         self.launched, self.completed, self.bucket_bytes = [], [], []
 
@@ -242,9 +244,11 @@ def summarize(raw: dict, args: argparse.Namespace) -> dict:
         rows[name] = {"s_per_step": s, "images_per_s": args.global_batch / s, "times": r["times"],
                       "idle_rank_cpu_s": r["idle_rank_cpu_s"]}
         if r["comm"]:
-            rows[name]["allreduce_span_ms"] = 1e3 * statistics.median(c["span_s"] for c in r["comm"])
-            rows[name]["allreduce_busy_ms"] = 1e3 * statistics.median(c["busy_s"] for c in r["comm"])
+            for key in ("span", "tail", "busy"):
+                rows[name][f"allreduce_{key}_ms"] = 1e3 * statistics.median(c[f"{key}_s"] for c in r["comm"])
             rows[name]["buckets"] = r["comm"][0]["buckets"]
+            nosync = raw["raw"][f"{args.dtypes[0]} ddp {world} x 1, no all-reduce"]["times"]
+            rows[name]["x_no_allreduce"] = per_round_ratio(nosync, r["times"])
     flat = rows.pop("all_reduce of the gradient size")
     scaling = {}
     for dt in args.dtypes:
@@ -266,9 +270,11 @@ def print_table(res: dict) -> None:
     m, c = res["machine"], res["config"]
     print(f"{m['cpu']}, {m['cpus']} CPUs, torch {m['torch']}, load average {m['loadavg_start'][0]:.1f} -> "
           f"{m['loadavg_end'][0]:.1f}; {VARIANT}, global batch {c['global_batch']}, {c['rounds']} rounds")
-    print(f"\n{'configuration':<34}{'img/s':>8}{'s/step':>8}{'all-reduce ms':>15}{'buckets':>9}")
+    print(f"\n{'configuration':<34}{'img/s':>8}{'s/step':>8}{'buckets':>8}{'AR span ms':>12}{'AR tail ms':>12}"
+          f"{'x no-AR':>9}")
     for name, r in res["rows"].items():
-        ar = f"{r['allreduce_span_ms']:>15.1f}{r['buckets']:>9d}" if "allreduce_span_ms" in r else f"{'':>24}"
+        ar = (f"{r['buckets']:>8d}{r['allreduce_span_ms']:>12.1f}{r['allreduce_tail_ms']:>12.1f}"
+              f"{r['x_no_allreduce']:>9.2f}" if "buckets" in r else "")
         print(f"{name:<34}{r['images_per_s']:>8.1f}{r['s_per_step']:>8.3f}{ar}")
     w = res["world_size"]
     print(f"\n{'dtype':<6}{f'eff vs 1x1':>12}{f'{w}x1 / 1x{w}':>12}{'eff w/o all-reduce':>20}{'all-reduce share':>18}")

@@ -108,7 +108,7 @@ def test_ddp_summary_arithmetic(bench):
     _, bd = bench
     args = bd.parse_args(["--dtypes", "fp32", "--bucket-caps", "25", "--global-batch", "64"])
     t = lambda v: {"times": [v, v], "idle_rank_cpu_s": [], "comm": None}  # noqa: E731
-    comm = [{"span_s": 0.02, "busy_s": 0.03, "buckets": 2, "bytes": 8}]
+    comm = [{"span_s": 0.02, "tail_s": 0.01, "busy_s": 0.03, "buckets": 2, "bytes": 8}]
     raw = {"world_size": 2, "params": 1024, "raw": {
         "fp32 1 proc x 1 thread": t(1.0), "fp32 1 proc x 2 threads": t(0.8), "fp32 ddp 2 x 1 thread": t(0.625),
         "fp32 ddp 2 x 1, no all-reduce": t(0.5), "fp32 ddp bucket_cap_mb=25": {**t(0.6), "comm": comm},
@@ -120,6 +120,7 @@ def test_ddp_summary_arithmetic(bench):
     assert s["efficiency_without_allreduce"] == pytest.approx(1.0)
     assert s["allreduce_share_of_step"] == pytest.approx(0.2)
     assert res["rows"]["fp32 ddp bucket_cap_mb=25"]["allreduce_span_ms"] == pytest.approx(20.0)
+    assert res["rows"]["fp32 ddp bucket_cap_mb=25"]["x_no_allreduce"] == pytest.approx(0.5 / 0.6)
     assert res["rows"]["fp32 ddp 2 x 1 thread"]["images_per_s"] == pytest.approx(64 / 0.625)
 
 
@@ -127,5 +128,5 @@ def test_comm_timer_step_record(bench):
     _, bd = bench
     timer = bd.CommTimer(launched=[1.0, 1.5], completed=[1.25, 2.0], bucket_bytes=[4, 8])
     timer.end_step()
-    assert timer.steps == [{"span_s": 1.0, "busy_s": 0.75, "buckets": 2, "bytes": 12}]
+    assert timer.steps == [{"span_s": 1.0, "tail_s": 0.5, "busy_s": 0.75, "buckets": 2, "bytes": 12}]
     assert timer.launched == [] and timer.completed == []
