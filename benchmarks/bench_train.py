@@ -15,7 +15,7 @@ reference-time / config-time. Also reported: GFLOP/s of the step (FLOPs from ``F
 2048x2048 matmul timed in the same run, peak memory (``VmHWM`` of a fresh subprocess per configuration), and the
 largest |loss difference| between our fp32 step and the reference over a few steps from the same weights and batches.
 
-    python benchmarks/bench_train.py --out bench_train.json           # full run (about 10 minutes on 2 busy cores)
+    python benchmarks/bench_train.py --out bench_train.json           # full run (14 min at 1 thread on 2 busy cores)
     python benchmarks/bench_train.py --variants vgg_small             # one variant
     python benchmarks/bench_train.py --quick --out /tmp/q.json        # CI-sized: vgg_small, batch 8, no compile
 """
