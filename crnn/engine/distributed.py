@@ -15,9 +15,11 @@ import torch
 import torch.distributed as dist
 
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
-# Words in the RuntimeError of a collective whose peer crashed, hung or went away (gloo and NCCL wordings).
+# Words in the RuntimeError of a collective whose peer crashed, hung or went away (gloo and NCCL wordings). When a gloo
+# operation times out, gloo closes every pair of the group, and whichever collective runs next (often one that DDP
+# starts by itself, e.g. the buffer broadcast in forward) fails with a bare "Application timeout caused pair closure".
 _COMM_FAILURE_WORDS = ("connection closed by peer", "connection reset by peer", "broken pipe", "timed out waiting",
-                       "/gloo/", "nccl")
+                       "application timeout caused pair closure", "/gloo/", "nccl")
 
 
 def launched_by_torchrun() -> bool:
