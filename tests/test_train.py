@@ -192,3 +192,39 @@ def test_keep_ratio_training_uses_per_sample_lengths(tmp_path, words_lmdb, monke
     for T_padded, lengths in seen:
         assert int(lengths.max()) <= T_padded
     assert any(int(lengths.min()) < T_padded for T_padded, lengths in seen)  # rendered words differ in width
+
+
+@pytest.mark.parametrize("wrapper", ["dp", "ddp"])
+def test_init_weights_from_wrapped_state_dicts(tmp_path, words_lmdb, wrapper):
+    """train.init_weights takes a bare state dict written by nn.DataParallel or a DDP-wrapped model (module. keys)."""
+    import torch.distributed as dist
+
+    from crnn.charset import Charset
+    from crnn.model import build_model
+
+    torch.manual_seed(1)
+    model = build_model("vgg_small", 1, Charset.from_spec("alnum36").num_classes)
+    if wrapper == "dp":
+        sd = torch.nn.DataParallel(model).state_dict()
+    else:
+        dist.init_process_group("gloo", init_method=f"file://{tmp_path}/pg", rank=0, world_size=1)
+        try:
+            sd = torch.nn.parallel.DistributedDataParallel(model).state_dict()
+        finally:
+            dist.destroy_process_group()
+    assert all(k.startswith("module.") for k in sd)
+    src = tmp_path / f"{wrapper}.pt"
+    torch.save(sd, src)
+    over = _overrides(tmp_path, words_lmdb, None, "train.steps=1", "train.lr=0", "train.warmup_steps=0",
+                      "train.schedule=constant", "train.optimizer=sgd", f"train.init_weights={src}")
+    assert train_main(over) == 0
+    out = _model_state(tmp_path / "run" / "last.pt")
+    for k, v in model.state_dict().items():
+        if v.is_floating_point() and "running" not in k:  # lr 0: weights unchanged (BN statistics do move)
+            torch.testing.assert_close(out[k], v, rtol=0, atol=0, msg=k)
+
+
+def test_model_parallel_on_cpu_pair(tmp_path, words_lmdb, capfd):
+    assert train_main(_overrides(tmp_path, words_lmdb, None, "train.steps=2", "train.model_parallel=[cpu,cpu]")) == 0
+    assert "model parallel: CNN on cpu, sequence model on cpu" in capfd.readouterr().err
+    assert not any(k.startswith("module.") for k in _model_state(tmp_path / "run" / "last.pt"))
