@@ -91,6 +91,11 @@ def _write_torchscript(net: nn.Module, path: Path, example: torch.Tensor, meta: 
 
 def _write_onnx(net: nn.Module, path: Path, example: torch.Tensor, meta: dict, opset: int) -> None:
     """Legacy (TorchScript-based) exporter: the robust path for batch-first LSTMs with dynamic axes."""
+    import importlib.util
+
+    if importlib.util.find_spec("onnx") is None:
+        raise ExportError("ONNX export needs the onnx package: pip install onnx onnxruntime (or pip install "
+                          "'crnn[export]'); --format torchscript needs nothing extra")
     try:
         with _quiet(), torch.no_grad():
             torch.onnx.export(net, (example,), str(path), dynamo=False, opset_version=opset,
@@ -99,10 +104,7 @@ def _write_onnx(net: nn.Module, path: Path, example: torch.Tensor, meta: dict, o
     except Exception as e:  # the exporter raises many types; report one line
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise ExportError(f"torch.onnx.export failed: {first}") from None
-    try:
-        import onnx
-    except ImportError:
-        return
+    import onnx
     proto = onnx.load(str(path))
     entry = proto.metadata_props.add()
     entry.key, entry.value = METADATA_KEY, json.dumps(meta)
