@@ -4,6 +4,7 @@ The mode is decided once, in :func:`setup_runtime`; everything after it works th
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import math
@@ -484,7 +485,7 @@ def train_step(model, batch, opt, scaler, cfg: Config, rt: Runtime, last_micro: 
     if cfg.train.channels_last:
         images = images.contiguous(memory_format=torch.channels_last)
     sync = last_micro or rt.mode != "ddp"
-    ctx = model.no_sync() if not sync else _null()
+    ctx = model.no_sync() if not sync else contextlib.nullcontext()
     with ctx:
         with autocast_context(rt.device, cfg.train.amp):
             logits = model(images)  # (B, T, K)
@@ -495,14 +496,6 @@ def train_step(model, batch, opt, scaler, cfg: Config, rt: Runtime, last_micro: 
         loss = res.loss * (0.0 if empty else 1.0 / cfg.train.accum_steps)
         (scaler.scale(loss) if scaler else loss).backward()
     return float(res.loss.detach()), res.num_unfit
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
 
 
 def optimizer_step(model, opt, sched, scaler, cfg: Config) -> bool:
