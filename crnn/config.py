@@ -61,7 +61,9 @@ class TrainConfig:
     init_method: str = "env://"  # env:// | file:///path | tcp://host:port
     timeout_s: int = 1800  # process-group timeout
     sync_bn: bool = False
-    amp: str = "off"  # off | fp16 | bf16
+    ddp_comm: str = "auto"  # DDP gradient all-reduce: auto (bf16 when amp=bf16, else fp32) | fp32 | bf16 | fp16
+    ddp_bucket_mb: float = 25.0  # DDP gradient bucket size (torch's bucket_cap_mb)
+    amp: str = "auto"  # auto (bf16 where measured faster, see crnn/engine/autotune.py) | off | fp16 | bf16
     channels_last: bool = False
     compile: bool = False
     threads: int = 0  # torch intra-op threads per process; 0 = leave the default
@@ -102,7 +104,8 @@ CHOICES = {
     "model.unknown": ("reject", "drop"),
     "train.parallel": ("auto", "none", "dp"),
     "train.backend": ("auto", "nccl", "gloo"),
-    "train.amp": ("off", "fp16", "bf16"),
+    "train.amp": ("auto", "off", "fp16", "bf16"),
+    "train.ddp_comm": ("auto", "fp32", "bf16", "fp16"),
     "train.optimizer": ("adam", "adamw", "adadelta", "sgd"),
     "train.schedule": ("cosine", "onecycle", "constant"),
     "train.protocol": ("exact", "alnum-insensitive"),
@@ -152,6 +155,8 @@ def _check_type(value: Any, tp: Any, key: str) -> Any:
     if tp is str:
         if isinstance(value, str):
             return value
+        if value is False and "off" in CHOICES.get(key, ()):  # YAML 1.1 reads a bare `off` as false
+            return "off"
         raise ConfigError(f"{key}: expected a string, got {value!r}")
     if tp is dict:
         if isinstance(value, dict):
@@ -262,7 +267,8 @@ def validate(cfg: Config) -> None:
             raise ConfigError(f"data.train: each entry needs 'path' (and optionally 'ratio'), got {src!r}")
     positive = {"data.height": cfg.data.height, "data.width": cfg.data.width, "data.batch_size": cfg.data.batch_size,
                 "data.max_label_length": cfg.data.max_label_length, "train.steps": cfg.train.steps,
-                "train.accum_steps": cfg.train.accum_steps, "train.log_every": cfg.train.log_every}
+                "train.accum_steps": cfg.train.accum_steps, "train.log_every": cfg.train.log_every,
+                "train.ddp_bucket_mb": cfg.train.ddp_bucket_mb}
     for key, value in positive.items():
         if value <= 0:
             raise ConfigError(f"{key}: must be positive, got {value}")

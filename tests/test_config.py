@@ -2,7 +2,8 @@ import pytest
 
 from crnn.config import Config, ConfigError, config_from_dict, config_to_dict, load_config
 
-REPO_CONFIGS = ["configs/smoke.yaml", "configs/synth_cpu.yaml", "configs/crnn_paper.yaml"]
+REPO_CONFIGS = ["configs/smoke.yaml", "configs/synth_cpu.yaml", "configs/crnn_paper.yaml", "configs/shipped.yaml",
+                "configs/shipped_finetune.yaml"]
 
 
 @pytest.mark.parametrize("name", REPO_CONFIGS)
@@ -32,6 +33,8 @@ def test_overrides_parse_types():
     ("data.batch_size=1.5", "data.batch_size: expected an integer"),
     ("data.keep_ratio=maybe", "data.keep_ratio: expected true/false"),
     ("train.amp=fp8", "train.amp: 'fp8' is not one of"),
+    ("train.ddp_comm=int8", "train.ddp_comm: 'int8' is not one of auto, fp32, bf16, fp16"),
+    ("train.ddp_bucket_mb=0", "train.ddp_bucket_mb: must be positive"),
     ("train.lr", "must look like section.key=value"),
     ("data.batch_size=0", "data.batch_size: must be positive"),
 ])
@@ -69,3 +72,18 @@ def test_print_config_cli(capsys):
     assert "steps: 3" in capsys.readouterr().out
     assert main(["train.nope=3"]) == 2
     assert "unknown config key train.nope" in capsys.readouterr().err
+
+
+def test_bare_yaml_off_reads_as_the_off_choice(tmp_path):
+    """YAML 1.1 turns `amp: off` into false; for a choice that has "off" that means "off", elsewhere it is an error."""
+    p = tmp_path / "c.yaml"
+    p.write_text("train:\n  amp: off\n")
+    assert load_config(p).train.amp == "off"
+    p.write_text("train:\n  optimizer: off\n")
+    with pytest.raises(ConfigError, match="train.optimizer: expected a string, got False"):
+        load_config(p)
+
+
+def test_amp_and_ddp_comm_defaults_are_auto():
+    t = Config().train
+    assert (t.amp, t.ddp_comm, t.ddp_bucket_mb) == ("auto", "auto", 25.0)

@@ -20,7 +20,7 @@ import torch
 from crnn.cli.train import main as train_main
 from tests.conftest import REPO, make_lmdb, random_words, render_png
 
-TINY = ["data.batch_size=4", "data.num_workers=0", "train.log_every=1", "train.warmup_steps=0",
+TINY = ["data.batch_size=4", "data.num_workers=0", "train.amp=off", "train.log_every=1", "train.warmup_steps=0",
         "train.tensorboard=false", "train.show_predictions=0", "train.val_every=0", "data.val=[]"]
 PY_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "PYTHON": sys.executable}
 STEP_LINE = re.compile(r"^\[crnn\] step (\d+)/\d+ ", re.M)

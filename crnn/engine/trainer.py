@@ -22,6 +22,7 @@ import torch.nn as nn
 from crnn.charset import Charset
 from crnn.config import Config, config_to_dict, dump_config
 from crnn.engine import distributed as D
+from crnn.engine.autotune import choose_amp
 from crnn.engine.checkpoint import (CheckpointError, load_checkpoint, load_model_weights, model_checkpoint,
                                     save_checkpoint, unwrap_model)
 from crnn.engine.evaluate import EvalResult, autocast_context, evaluate
@@ -167,6 +168,12 @@ def build_training_model(cfg: Config, charset: Charset, rt: Runtime) -> tuple[nn
         model.to(rt.device)
     if t.channels_last:
         model.to(memory_format=torch.channels_last)
+    if t.amp == "auto":  # resolved once, here; the rest of the run (and its checkpoints) sees the chosen mode
+        choice = choose_amp(model, rt.device, m.in_channels, cfg.data.height, cfg.data.width, cfg.data.batch_size,
+                            t.channels_last)
+        t.amp = choice.amp
+        if rt.main:
+            log.info("train.amp=auto -> %s: %s", choice.amp, choice.reason)
     bare = model
     if t.sync_bn and rt.mode == "ddp":
         if rt.device.type == "cuda":
@@ -178,7 +185,11 @@ def build_training_model(cfg: Config, charset: Charset, rt: Runtime) -> tuple[nn
     if t.compile:
         model = torch.compile(model)
     if rt.mode == "ddp":
-        model = D.wrap_ddp(model, rt.device, bool(t.model_parallel))
+        comm = D.resolve_ddp_comm(t.ddp_comm, t.amp)
+        model = D.wrap_ddp(model, rt.device, bool(t.model_parallel), t.ddp_bucket_mb, comm)
+        log.info("DDP: gradients all-reduced in %s%s, %g MB buckets", comm,
+                 " (train.ddp_comm=auto follows train.amp=bf16)" if t.ddp_comm == "auto" and comm == "bf16" else "",
+                 t.ddp_bucket_mb)
     elif rt.mode == "dp":
         model = nn.DataParallel(model, device_ids=rt.device_ids)
     return model, bare
