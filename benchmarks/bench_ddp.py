@@ -4,7 +4,9 @@ One ``torchrun --standalone --nproc_per_node=2`` launch (gloo) runs every config
 so that a shared, noisy machine drifts the same way for all of them:
 
 * ``ddp``: 2 processes x 1 thread, each on half the global batch: crnn's own DDP path (``engine.distributed.wrap_ddp``,
-  ``trainer.train_step`` / ``optimizer_step``), fp32 and bf16 autocast;
+  ``trainer.train_step`` / ``optimizer_step``), fp32 and bf16 autocast, with the product's default gradient
+  all-reduce dtype (``train.ddp_comm=auto``: bf16 under bf16 autocast); bf16 autocast is also run with an fp32
+  all-reduce, the default before ``ddp_comm`` existed;
 * ``ddp no all-reduce``: the same under ``no_sync()`` (no gradient communication): what 2 processes cost without it;
 * ``1 proc x 1 thread`` / ``1 proc x 2 threads``: rank 0 alone on the whole global batch (a plain model, no process
   group traffic) while rank 1 waits at a barrier;
@@ -90,15 +92,17 @@ class Case:
     timer: CommTimer | None = None
 
 
-def ddp_case(dtype: str, batch: int, rank: int, world: int, bucket_cap_mb: int | None, sync: bool = True) -> Case:
-    """crnn's DDP step on ``batch`` images per rank (``bucket_cap_mb=None``: the product's wrap_ddp)."""
+def ddp_case(dtype: str, batch: int, rank: int, world: int, bucket_cap_mb: int | None, sync: bool = True,
+             comm: str = "auto") -> Case:
+    """crnn's DDP step on ``batch`` images per rank (``bucket_cap_mb=None``: the product's wrap_ddp, all-reducing in
+    ``comm`` as ``train.ddp_comm``; a bucket size: plain DDP with fp32 buckets and the timing hook)."""
     cfg = crnn_config(VARIANT, MODE_OF_DTYPE[dtype])
     rt = Runtime(torch.device("cpu"), "ddp", rank, rank, world)
     torch.manual_seed(0)
     _, bare = build_training_model(cfg, Charset.from_spec(CHARSET), Runtime(torch.device("cpu"), "single"))
     timer = None
     if bucket_cap_mb is None:
-        model = D.wrap_ddp(bare, rt.device, False)
+        model = D.wrap_ddp(bare, rt.device, False, comm=D.resolve_ddp_comm(comm, cfg.train.amp))
     else:
         model = DDP(bare, bucket_cap_mb=bucket_cap_mb)
         timer = CommTimer()
@@ -146,6 +150,8 @@ def build_cases(args: argparse.Namespace, rank: int, world: int) -> dict[str, Ca
         cases[f"{dt} 1 proc x {world} threads"] = solo_case(dt, args.global_batch, world)
         cases[f"{dt} ddp {world} x 1 thread"] = ddp_case(dt, per_rank, rank, world, None)
         cases[f"{dt} ddp {world} x 1, no all-reduce"] = ddp_case(dt, per_rank, rank, world, None, sync=False)
+        if dt == "bf16":
+            cases[f"{dt} ddp {world} x 1, fp32 all-reduce"] = ddp_case(dt, per_rank, rank, world, None, comm="fp32")
     for cap in args.bucket_caps:
         cases[f"{args.dtypes[0]} ddp bucket_cap_mb={cap}"] = ddp_case(args.dtypes[0], per_rank, rank, world, cap)
     return cases
@@ -161,7 +167,9 @@ def allreduce_case(numel: int) -> Case:
 def run_case(case: Case, calls: int, rank: int) -> tuple[float | None, float]:
     """Barrier, ``calls`` steps (rank 0 alone for solo cases) at the case's thread count, barrier.
 
-    Returns (seconds on this rank or None when it sat the case out, CPU seconds this rank used meanwhile).
+    Returns (seconds on this rank or None when it sat the case out, CPU seconds this rank used meanwhile). For the
+    cases every rank runs, the time ends after the closing barrier: the slower rank's time, which is what a training
+    loop gets (it matters for the no-all-reduce case, where nothing else makes rank 0 wait for rank 1).
     """
     D.barrier()
     c0, elapsed = time.process_time(), None
@@ -170,9 +178,12 @@ def run_case(case: Case, calls: int, rank: int) -> tuple[float | None, float]:
         t0 = time.perf_counter()
         for _ in range(calls):
             case.run()
-        elapsed = time.perf_counter() - t0
         torch.set_num_threads(1)
+        if case.solo:
+            elapsed = time.perf_counter() - t0
     D.barrier()
+    if not case.solo:
+        elapsed = time.perf_counter() - t0
     return elapsed, time.process_time() - c0
 
 
@@ -259,6 +270,9 @@ def summarize(raw: dict, args: argparse.Namespace) -> dict:
                        "ddp_vs_1_proc_x_threads": per_round_ratio(many, ddp),
                        "efficiency_without_allreduce": per_round_ratio(one, nosync) / world,
                        "allreduce_share_of_step": 1 - per_round_ratio(nosync, ddp)}
+        fp32_ar = raw["raw"].get(f"{dt} ddp {world} x 1, fp32 all-reduce")
+        if fp32_ar is not None:  # the same step with the gradients all-reduced in fp32
+            scaling[dt]["efficiency_fp32_allreduce"] = per_round_ratio(one, fp32_ar["times"]) / world
     grad_mb = raw["params"] * 4 / 2 ** 20
     return {"world_size": world, "params": raw["params"], "grad_mb": grad_mb, "rows": rows, "scaling": scaling,
             "flat_allreduce_ms": 1e3 * flat["s_per_step"],
@@ -277,10 +291,12 @@ def print_table(res: dict) -> None:
               f"{r['x_no_allreduce']:>9.2f}" if "buckets" in r else "")
         print(f"{name:<34}{r['images_per_s']:>8.1f}{r['s_per_step']:>8.3f}{ar}")
     w = res["world_size"]
-    print(f"\n{'dtype':<6}{f'eff vs 1x1':>12}{f'{w}x1 / 1x{w}':>12}{'eff w/o all-reduce':>20}{'all-reduce share':>18}")
+    print(f"\n{'dtype':<6}{f'eff vs 1x1':>12}{f'{w}x1 / 1x{w}':>12}{'eff w/o all-reduce':>20}{'all-reduce share':>18}"
+          f"{'eff, fp32 all-reduce':>22}")
     for dt, s in res["scaling"].items():
+        fp32_ar = f"{s['efficiency_fp32_allreduce']:>22.2f}" if "efficiency_fp32_allreduce" in s else ""
         print(f"{dt:<6}{s['efficiency_vs_1x1']:>12.2f}{s['ddp_vs_1_proc_x_threads']:>12.2f}"
-              f"{s['efficiency_without_allreduce']:>20.2f}{100 * s['allreduce_share_of_step']:>17.0f}%")
+              f"{s['efficiency_without_allreduce']:>20.2f}{100 * s['allreduce_share_of_step']:>17.0f}%{fp32_ar}")
     print(f"\nplain all_reduce of {res['grad_mb']:.1f} MB ({res['params']} fp32 gradients): "
           f"{res['flat_allreduce_ms']:.1f} ms ({res['flat_allreduce_gb_per_s']:.2f} GB/s)")
 

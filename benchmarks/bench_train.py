@@ -39,6 +39,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from crnn.charset import Charset
 from crnn.config import Config
 from crnn.data.collate import Batch
+from crnn.engine.autotune import choose_amp
 from crnn.engine.trainer import (Runtime, build_optimizer, build_scheduler, build_training_model, optimizer_step,
                                  train_step)
 from crnn.model import VGG_SPECS, VARIANTS, count_parameters
@@ -373,6 +374,10 @@ def run_variant(variant: str, args: argparse.Namespace, log: Callable[[str], Non
     ours = crnn_step_fn(variant, "fp32", ref_model)[1]
     result = {"params_reference": count_parameters(ref_model), "params_crnn": count_parameters(ours),
               "gflop_per_step": flops / 1e9, "matmul_gflop_per_s": peak, "rows": rows}
+    t0 = time.perf_counter()
+    choice = choose_amp(ours, torch.device("cpu"), 1, 32, 100, args.batch_size, channels_last=True)
+    result["amp_auto"] = {"amp": choice.amp, "probe_speedup": choice.speedup, "reason": choice.reason}
+    log(f"  train.amp=auto probe in {time.perf_counter() - t0:.1f} s: {choice.amp} ({choice.reason})")
     loss_batches = make_batches(args.loss_steps, args.batch_size, seed=1)
     t0 = time.perf_counter()
     result["loss_check"] = {m: loss_curves(variant, loss_batches, m) for m in ("fp32", "bf16") if m in modes}
@@ -403,6 +408,9 @@ def print_table(results: dict) -> None:
             print(f"{name:<20}{r['images_per_s']:>8.1f}{r['x_reference']:>7.2f}{r['x_reference_cpu_time']:>10.2f}"
                   f"{r['gflop_per_s']:>9.1f}"
                   f"{100 * r['of_matmul_peak']:>6.0f}%{mem}")
+        if "amp_auto" in res:
+            a = res["amp_auto"]
+            print(f"train.amp=auto (channels_last) picks {a['amp']} here: {a['reason']}")
         for mode, chk in res["loss_check"].items():
             print(f"loss check {mode} vs reference fp32 over {len(chk['crnn'])} steps: max |diff| = "
                   f"{chk['max_abs_diff']:.2e} (relative {chk['max_rel_diff']:.1e}; losses {chk['reference'][0]:.3f} "

@@ -124,6 +124,19 @@ def test_ddp_summary_arithmetic(bench):
     assert res["rows"]["fp32 ddp 2 x 1 thread"]["images_per_s"] == pytest.approx(64 / 0.625)
 
 
+def test_ddp_summary_reports_the_fp32_all_reduce_comparison_for_bf16(bench):
+    _, bd = bench
+    args = bd.parse_args(["--dtypes", "bf16", "--bucket-caps", "25", "--global-batch", "64"])
+    t = lambda v: {"times": [v, v], "idle_rank_cpu_s": [], "comm": None}  # noqa: E731
+    raw = {"world_size": 2, "params": 1024, "raw": {
+        "bf16 1 proc x 1 thread": t(1.0), "bf16 1 proc x 2 threads": t(0.8), "bf16 ddp 2 x 1 thread": t(0.55),
+        "bf16 ddp 2 x 1, no all-reduce": t(0.5), "bf16 ddp 2 x 1, fp32 all-reduce": t(0.625),
+        "bf16 ddp bucket_cap_mb=25": t(0.6), "all_reduce of the gradient size": t(0.004)}}
+    s = bd.summarize(raw, args)["scaling"]["bf16"]
+    assert s["efficiency_vs_1x1"] == pytest.approx(1 / 1.1)
+    assert s["efficiency_fp32_allreduce"] == pytest.approx(0.8)
+
+
 def test_comm_timer_step_record(bench):
     _, bd = bench
     timer = bd.CommTimer(launched=[1.0, 1.5], completed=[1.25, 2.0], bucket_bytes=[4, 8])
