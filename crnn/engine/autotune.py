@@ -93,7 +93,7 @@ def choose_amp(model: torch.nn.Module, device: torch.device, in_channels: int, h
             speedup = measure_bf16_speedup(model, in_channels, height, width, min(batch, 16), channels_last)
             amp = "bf16" if speedup >= BF16_MIN_SPEEDUP else "off"
             choice = AmpChoice(amp, f"a bf16 training step measured {speedup:.2f}x the fp32 step on this CPU "
-                                    f"(bf16 needs >= {BF16_MIN_SPEEDUP}x)", speedup)
+                                    f"and needs >= {BF16_MIN_SPEEDUP}x", speedup)
     if D.is_dist():
         choice = D.broadcast_object(choice)
     return choice
