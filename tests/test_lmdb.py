@@ -91,3 +91,22 @@ def test_readable_by_plain_lmdb(tmp_path):
         assert txn.get(b"num-samples") == b"1"
         assert txn.get(b"label-000000001") == b"hi"
     env.close()
+
+
+def test_leftovers_of_a_killed_writer_are_removed_and_a_live_writers_kept(tmp_path, caplog):
+    """A writer killed by SIGKILL/SIGTERM leaves ``out.tmp-<pid>``; the next write to ``out`` removes it."""
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    out = tmp_path / "set.lmdb"
+    stale, live, other = (tmp_path / f"set.lmdb.tmp-{dead_pid}", tmp_path / f"set.lmdb.tmp-{os.getppid()}",
+                          tmp_path / f"other.lmdb.tmp-{dead_pid}")
+    for d in (stale, live, other):
+        d.mkdir()
+        (d / "data.mdb").write_bytes(b"partial")
+    caplog.set_level("WARNING", logger="crnn")
+    assert write_lmdb(_samples(2), out) == 2
+    assert not stale.exists() and live.exists() and other.exists()
+    assert f"removed {stale}, left behind by an interrupted writer" in caplog.text

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -107,6 +108,7 @@ def write_lmdb(samples: Iterable[tuple[bytes, str]], out: str | os.PathLike, *, 
     tmp = f"{out}.tmp-{os.getpid()}"
     if os.path.lexists(tmp):
         _remove(tmp)
+    remove_stale_temporaries(out)
     try:
         count = _write_all(samples, tmp, commit_every, progress, total, map_size)
         _move_into_place(tmp, out)
@@ -166,6 +168,29 @@ def _put_chunk(env: lmdb.Environment, pairs: list[tuple[bytes, bytes]]) -> None:
             new_size = env.info()["map_size"] * 2
             log.debug("lmdb map full; growing to %d bytes", new_size)
             env.set_mapsize(new_size)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
+
+
+def remove_stale_temporaries(out: str) -> list[str]:
+    """Delete ``out.tmp-<pid>`` / ``out.old-<pid>`` left by a writer that was killed (its pid no longer runs)."""
+    parent, name = os.path.split(os.path.abspath(out))
+    removed = []
+    for entry in sorted(os.listdir(parent)) if os.path.isdir(parent) else []:
+        m = re.fullmatch(re.escape(name) + r"\.(?:tmp|old)-(\d+)", entry)
+        if m and int(m.group(1)) != os.getpid() and not _pid_alive(int(m.group(1))):
+            _remove(os.path.join(parent, entry))
+            removed.append(entry)
+            log.warning("removed %s, left behind by an interrupted writer", os.path.join(parent, entry))
+    return removed
 
 
 def _move_into_place(tmp: str, out: str) -> None:
