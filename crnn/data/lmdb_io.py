@@ -108,7 +108,7 @@ def write_lmdb(samples: Iterable[tuple[bytes, str]], out: str | os.PathLike, *, 
     tmp = f"{out}.tmp-{os.getpid()}"
     if os.path.lexists(tmp):
         _remove(tmp)
-    remove_stale_temporaries(out)
+    remove_abandoned_writes(out)
     try:
         count = _write_all(samples, tmp, commit_every, progress, total, map_size)
         _move_into_place(tmp, out)
@@ -180,7 +180,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_temporaries(out: str) -> list[str]:
+def remove_abandoned_writes(out: str) -> list[str]:
     """Delete ``out.tmp-<pid>`` / ``out.old-<pid>`` left by a writer that was killed (its pid no longer runs)."""
     parent, name = os.path.split(os.path.abspath(out))
     removed = []
