@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import random
 from pathlib import Path
 
@@ -38,6 +39,16 @@ def make_lmdb(path: Path, labels: list[str]) -> Path:
 
     write_lmdb(((render_png(t), t) for t in labels), path)
     return path
+
+
+@pytest.fixture(autouse=True)
+def _fresh_log_handlers():
+    """crnn-train installs a root stderr log handler bound to the stream of the moment; in pytest that is a capture
+    stream that is closed after the test, so drop any such handler before each test (in any test file)."""
+    for h in logging.root.handlers[:]:
+        if type(h) is logging.StreamHandler:
+            logging.root.removeHandler(h)
+    yield
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,6 @@ Multi-process cases start real torchrun groups on the CPU (gloo) in their own se
 """
 from __future__ import annotations
 
-import logging
 import os
 import re
 import signal
@@ -25,15 +24,6 @@ TINY = ["data.batch_size=4", "data.num_workers=0", "train.amp=off", "train.log_e
 PY_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "PYTHON": sys.executable}
 STEP_LINE = re.compile(r"^\[crnn\] step (\d+)/\d+ ", re.M)
 RESUMED = re.compile(r"resumed from \S+ at step (\d+)")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_log_handlers():
-    """crnn-train installs a stderr log handler; drop one left by an earlier test (its captured stream is closed)."""
-    for h in logging.root.handlers[:]:
-        if type(h) is logging.StreamHandler:
-            logging.root.removeHandler(h)
-    yield
 
 
 def _args(out: Path, train: Path, *extra: str) -> list[str]:
