@@ -9,7 +9,6 @@ the GPU supports it, else off. Under DDP rank 0 measures and every rank uses its
 from __future__ import annotations
 
 import copy
-import logging
 import time
 from dataclasses import dataclass
 
@@ -18,8 +17,6 @@ import torch
 from crnn.engine import distributed as D
 from crnn.engine.evaluate import autocast_context
 from crnn.loss import ctc_loss
-
-log = logging.getLogger("crnn")
 
 BF16_MIN_SPEEDUP = 1.1  # bf16 must beat fp32 by this factor to be chosen (it also costs a little accuracy headroom)
 
