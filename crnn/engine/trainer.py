@@ -696,7 +696,7 @@ def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t
         elapsed = time.perf_counter() - t_start
         eta = elapsed / max(st.step - step0, 1) * (t.steps - st.step)
         if rt.main and meter.n:
-            rate = meter.rate() * rt.world_size
+            rate = meter.rate()  # the meter counts images of all ranks already
             log.info("step %d/%d  epoch %d  loss %.4f  lr %.2e  %.0f img/s  ETA %s  skipped %d  unfit %d",
                      st.step, t.steps, st.epoch, meter.loss / meter.n, lr, rate, _fmt_time(eta),
                      st.skipped_images, st.unfit_labels)
