@@ -45,7 +45,7 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
     metrics = RecognitionMetrics(protocol=protocol, keep_errors=keep_errors)
     examples: list[tuple[str, str]] = []
     first_images = None
-    n_images, n_skipped, t0 = 0, 0, time.perf_counter()
+    n_skipped, t0 = 0, time.perf_counter()
     for batch in loader:
         n_skipped += getattr(batch, "num_skipped", 0)
         if len(batch.labels) == 0:  # every image of the batch was undecodable
@@ -56,7 +56,6 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
         kw = {"beam_width": beam_width} if decoder == "beam" else {}
         preds = [text for text, _ in decode(logits.float(), charset, method=decoder, **kw)]
         metrics.update(preds, list(batch.labels))
-        n_images += len(preds)
         if len(examples) < max_examples:
             examples.extend(zip(batch.labels, preds))
             first_images = images[:max_examples].float().cpu() if first_images is None else first_images
@@ -67,7 +66,8 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
     total = RecognitionMetrics.from_state_tensor(state, protocol=protocol)
     model.train(was_training)
     errors = gather_errors(metrics.errors(), keep_errors) if keep_errors > 0 else []
-    return EvalResult(total.compute(), n_images / max(elapsed, 1e-9), examples[:max_examples],
+    result = total.compute()  # images/s over all ranks: every rank's images in this rank's time
+    return EvalResult(result, result["samples"] / max(elapsed, 1e-9), examples[:max_examples],
                       errors, first_images, state, skipped)
 
 
