@@ -11,10 +11,35 @@ import torch
 
 BLANK = 0
 
+
+
+def gb2312_hanzi() -> str:
+    """The 6,763 Hanzi of GB 2312 (levels 1 and 2, rows 0xB0-0xF7), in code-point order of the standard."""
+    chars = []
+    for row in range(0xB0, 0xF8):
+        for col in range(0xA1, 0xFF):
+            try:
+                chars.append(bytes((row, col)).decode("gb2312"))
+            except UnicodeDecodeError:  # the last five cells of row 0xD7 are empty
+                continue
+    return "".join(chars)
+
+
+# Common CJK and full-width punctuation seen in Chinese text lines (full-width ASCII forms fold to ASCII under NFKC).
+CJK_PUNCTUATION = "，。、；：？！“”‘’（）《》〈〉【】「」『』〔〕—…·～￥％＋－×÷＝"
+
+
+def _zh_gb2312() -> str:
+    """``zh_gb2312``: printable ASCII (space included), CJK punctuation, then the GB 2312 Hanzi."""
+    ascii_printable = "".join(chr(c) for c in range(0x20, 0x7F))
+    return ascii_printable + CJK_PUNCTUATION + gb2312_hanzi()
+
+
 BUILTIN_CHARSETS: dict[str, str] = {
     "digits": string.digits,
     "alnum36": string.digits + string.ascii_lowercase,
     "printable94": string.digits + string.ascii_letters + string.punctuation,
+    "zh_gb2312": _zh_gb2312(),
 }
 
 UNKNOWN_POLICIES = ("reject", "drop")
