@@ -12,6 +12,7 @@ inputs raise ``ValueError`` subclasses, unreadable image files ``OSError`` (``Im
 """
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -62,6 +63,23 @@ class TrainSummary:
 def _one_line(e: BaseException) -> str:
     """The message on one line, as the command-line tools print it."""
     return " ".join(str(e).split()) or type(e).__name__
+
+
+@contextmanager
+def _keep_root_logging() -> Iterator[None]:
+    """Give the root logger its handlers and level back after the trainer has set up its own stderr logging."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        yield
+    finally:
+        for h in root.handlers[:]:
+            if h not in handlers:
+                root.removeHandler(h)
+        for h in handlers:
+            if h not in root.handlers:
+                root.addHandler(h)
+        root.setLevel(level)
 
 
 @contextmanager
@@ -126,7 +144,7 @@ def _is_single(images: object) -> bool:
     import numpy as np
     from PIL import Image
 
-    if isinstance(images, (str, os.PathLike, Image.Image, np.ndarray)):
+    if isinstance(images, (str, bytes, os.PathLike, Image.Image, np.ndarray)):
         return True
     return not isinstance(images, Iterable)
 
@@ -183,7 +201,8 @@ class Recognizer:
         return self._engine.device
 
     def __repr__(self) -> str:
-        return f"Recognizer(weights={str(self.weights)!r}, device={str(self.device)!r}, decoder={self._engine.decoder!r})"
+        return (f"Recognizer(weights={str(self.weights)!r}, device={str(self.device)!r}, "
+                f"decoder={self._engine.decoder!r})")
 
     @overload
     def read(self, images: ImageInput, *, channels: str = "RGB") -> Reading: ...
@@ -255,13 +274,15 @@ def _lexicon_words(lexicon: str | os.PathLike | Sequence[str] | None) -> list[st
 def train(config: Config | str | os.PathLike, overrides: Sequence[str] = ()) -> TrainSummary:
     """Train as ``crnn-train`` does (same trainer, logs on stderr) from a Config or a YAML path; return a summary.
 
-    Raises ConfigError for a bad config, TrainingError (a RuntimeError) when the run fails, and KeyboardInterrupt
-    after Ctrl-C or SIGTERM once last.pt is saved (``train.resume=auto`` continues the run).
+    ``overrides`` (``section.key=value``) apply to a copy. Like crnn-train it seeds Python's and torch's global
+    random generators from ``train.seed``; the root logger's handlers are restored afterwards. Raises ConfigError
+    for a bad config, TrainingError (a RuntimeError) when the run fails, and KeyboardInterrupt after Ctrl-C or
+    SIGTERM once last.pt is saved (``train.resume=auto`` continues the run).
     """
     from crnn.engine.trainer import fit
 
     cfg = _as_config(config, overrides)
-    with _one_line_errors(OSError, ValueError):
+    with _keep_root_logging(), _one_line_errors(OSError, ValueError):
         result = fit(cfg)
     out = Path(result["output_dir"])
     if result.get("interrupted"):

@@ -266,3 +266,33 @@ def test_readme_python_example_runs_as_written(tmp_path):
     assert lines[2].startswith("Reading(text='packaged', confidence=0.99")
     assert lines[3].startswith("runs/smoke_py/last.pt runs/smoke_py/best.pt {'data/smoke/val.lmdb': {")
     assert (tmp_path / "runs/smoke_py/last.pt").is_file()
+
+
+def test_train_turns_a_signal_stop_into_keyboard_interrupt(tmp_path, monkeypatch):
+    import crnn.engine.trainer as trainer
+
+    ended = {"step": 7, "best_metric": -1.0, "output_dir": str(tmp_path), "ended": "signal", "interrupted": True,
+             "signal": 2, "images_seen": 56}
+    monkeypatch.setattr(trainer, "fit", lambda cfg: ended)
+    with pytest.raises(KeyboardInterrupt, match=f"at step 7; {tmp_path / 'last.pt'} saved"):
+        crnn.train(crnn.load_config(None, [f"train.output_dir={tmp_path}"]))
+    monkeypatch.setattr(trainer, "fit", lambda cfg: dict(ended, ended="stop_after", interrupted=False, signal=None))
+    run = crnn.train(crnn.load_config(None, [f"train.output_dir={tmp_path}", "data.val=[]"]))
+    assert (run.ended, run.step, run.last, run.best, run.best_word_acc, run.metrics) == \
+        ("stop_after", 7, None, None, None, {})
+
+
+def test_train_restores_the_root_logger(tmp_path, words_lmdb):
+    import logging
+
+    root = logging.getLogger()
+    mine = logging.NullHandler()
+    root.addHandler(mine)
+    level = root.level
+    try:
+        crnn.train(REPO / "configs/smoke.yaml",
+                   [f"data.train=[{{path: {words_lmdb}}}]", "data.val=[]", f"train.output_dir={tmp_path}", *TINY,
+                    "train.steps=1"])
+        assert mine in root.handlers and root.level == level
+    finally:
+        root.removeHandler(mine)
