@@ -316,26 +316,27 @@ def evaluate(data: str | os.PathLike | Sequence[str | os.PathLike], weights: str
     """
     from crnn.cli import evaluate as cli
     from crnn.engine.distributed import cleanup_distributed
-    from crnn.infer import AMP_MODES
-    from crnn.metrics import PROTOCOLS
 
     paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
-    for flag, value, choices in (("--protocol", protocol, PROTOCOLS), ("--decoder", decoder, ("greedy", "beam")),
-                                 ("--amp", amp, AMP_MODES)):
-        if value not in choices:
-            raise cli.UsageError(f"argument {flag}: invalid choice: {value!r} "
-                                 f"(choose from {', '.join(map(repr, choices))})")
     if min(batch_size, beam_width) < 1 or min(workers, worst) < 0:
         raise cli.UsageError("--batch-size/--beam-width must be >= 1 and --workers/--worst >= 0")
     if not paths:
-        raise cli.UsageError("no --data given; pass at least one dataset")
-    args = cli.build_parser().parse_args(["--data", "unused"])  # crnn-eval's defaults for every other option
+        raise cli.UsageError("no data given; pass at least one dataset")
+    parser = cli.build_parser()
+    parser.error = _raise_usage_error(cli.UsageError)  # crnn-eval's choices and messages, as exceptions
+    args = parser.parse_args(["--data", "unused", f"--protocol={protocol}", f"--decoder={decoder}", f"--amp={amp}"])
     vars(args).update(data=[os.fspath(p) for p in paths], weights=None if weights is None else os.fspath(weights),
-                      protocol=protocol, decoder=decoder, beam_width=beam_width, batch_size=batch_size,
-                      workers=workers, worst=worst, device=device, amp=amp, json=True,
-                      config=None if config is None else os.fspath(config), charset=charset)
+                      beam_width=beam_width, batch_size=batch_size, workers=workers, worst=worst, device=device,
+                      json=True, config=None if config is None else os.fspath(config), charset=charset)
     try:
         with _one_line_errors(ConfigError):
             return cli.run(args)
     finally:
         cleanup_distributed()
+
+
+def _raise_usage_error(error: type[Exception]):
+    """An ``ArgumentParser.error`` replacement that raises ``error(message)`` instead of exiting."""
+    def refuse(message: str) -> None:
+        raise error(message)
+    return refuse

@@ -238,8 +238,12 @@ def test_evaluate_returns_crnn_eval_json(words_lmdb, val_lmdb, capsys):
     with pytest.raises(ValueError) as e:
         crnn.evaluate(val_lmdb, batch_size=0)
     assert str(e.value) == cli_msg
-    with pytest.raises(ValueError, match="argument --protocol: invalid choice: 'nope'"):
+    with pytest.raises(SystemExit):  # argparse's own exit
+        eval_main(["--data", str(val_lmdb), "--protocol", "nope"])
+    cli_msg = capsys.readouterr().err.strip().splitlines()[-1].split(": error: ", 1)[1]
+    with pytest.raises(ValueError) as e:
         crnn.evaluate(val_lmdb, protocol="nope")
+    assert str(e.value) == cli_msg and cli_msg.startswith("argument --protocol: invalid choice: 'nope'")
 
 
 # ----------------------------------------------------------------------------- README
