@@ -575,7 +575,7 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
         log.info("resolved config:\n%s", dump_config(cfg).rstrip())
         log.info("mode: %s on %s (world size %d)", rt.mode, rt.device, rt.world_size)
     D.barrier()
-    charset = Charset.from_spec(cfg.model.charset, cfg.model.lowercase, cfg.model.unknown)
+    charset = Charset.from_config(cfg.model)
     with D.main_process_first(local=True):
         prepare_data(cfg)
     train_loader, vals = build_loaders(cfg, charset, rt)
