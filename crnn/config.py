@@ -85,7 +85,7 @@ class TrainConfig:
     save_every: int = 500
     resume: str = ""  # "" = none (auto under torchrun) | auto | PATH | none
     init_weights: str = ""  # load model weights only (any checkpoint layout)
-    protocol: str = "alnum-insensitive"  # exact | alnum-insensitive
+    protocol: str = "auto"  # auto (alnum-insensitive for alnum36, else exact) | exact | alnum-insensitive | unicode
     decoder: str = "greedy"
     show_predictions: int = 5
     max_nonfinite: int = 20  # stop after this many non-finite losses in a row
@@ -110,7 +110,7 @@ CHOICES = {
     "train.ddp_comm": ("auto", "fp32", "bf16", "fp16"),
     "train.optimizer": ("adam", "adamw", "adadelta", "sgd"),
     "train.schedule": ("cosine", "onecycle", "constant"),
-    "train.protocol": ("exact", "alnum-insensitive"),
+    "train.protocol": ("auto", "exact", "alnum-insensitive", "unicode"),
     "train.decoder": ("greedy", "beam"),
 }
 
