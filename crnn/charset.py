@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import string
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -120,10 +121,17 @@ class Charset:
 
     # ------------------------------------------------------------------ labels
     def normalize(self, label: str) -> str | None:
-        """Apply case folding and the unknown-character policy; ``None`` means the sample is rejected."""
+        """Apply case folding and the unknown-character policy; ``None`` means the sample is rejected.
+
+        A character outside the alphabet whose NFKC form is in it (full-width ``Ａ``/``，``/U+3000 for an alphabet
+        with ``A``/``,``/space) is replaced by that form instead of being rejected or dropped.
+        """
         if self.lowercase:
             label = label.lower()
         missing = [c for c in label if c not in self.index]
+        if missing:  # full-width forms (U+3000, 'ＡＢ', '！') count as the alphabet's half-width ones
+            label = "".join(c if c in self.index else self._fold(c) for c in label)
+            missing = [c for c in label if c not in self.index]
         if not missing:
             return label
         if self.unknown == "reject":
@@ -131,6 +139,11 @@ class Charset:
             return None
         self.stats["dropped_chars"] += len(missing)
         return "".join(c for c in label if c in self.index)
+
+    def _fold(self, c: str) -> str:
+        """``c``'s NFKC form when that is one character of the alphabet, else ``c``."""
+        folded = unicodedata.normalize("NFKC", c)
+        return folded if folded in self.index else c
 
     def encode(self, labels: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """Labels -> (concatenated targets ``[sum(L)]``, lengths ``[B]``), both int64.
