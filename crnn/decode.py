@@ -117,21 +117,27 @@ def _beam_steps(rows: list[list[float]], chars: list[list[int]], width: int) -> 
     return [(prefix, _logaddexp(p_b, p_nb)) for prefix, (p_b, p_nb) in beam.items()]
 
 
-def step_candidates(log_probs: torch.Tensor, top_k: int, prune_threshold: float) -> list:
-    """Per time step, the non-blank classes a prefix may be extended with: the ``top_k`` most likely (0 = all)
-    whose probability is >= ``prune_threshold``. ``log_probs [..., T, C]`` -> nested lists ``[...][T][<=k]``.
+def step_candidates(log_probs: torch.Tensor, top_k: int, prune_threshold: float) -> tuple[torch.Tensor, list]:
+    """Best class per step (argmax) and, per step, the non-blank classes a prefix may be extended with: the
+    ``top_k`` most likely (0 = all) whose probability is >= ``prune_threshold``.
 
-    This per-step pruning keeps beam search cost nearly independent of the alphabet size.
+    ``log_probs [..., T, C]`` -> (``[..., T]`` ids, nested lists ``[...][T][<=k]``). One top-k pass over the
+    classes serves both, which keeps beam search cost nearly independent of the alphabet size.
     """
     C = log_probs.shape[-1]
     k = C - 1 if top_k <= 0 else min(top_k, C - 1)
-    top_lp, top_ids = log_probs[..., 1:].topk(k, dim=-1)  # [..., T, k]
+    top_lp, top_ids = log_probs.topk(k + 1, dim=-1)  # [..., T, k+1] sorted; at most one of them is the blank
+    best = top_ids[..., 0]  # [..., T]
+    tied = top_lp[..., 0] == top_lp[..., 1] if k > 0 else torch.zeros_like(best, dtype=torch.bool)
+    if bool(tied.any()):  # argmax's rule on ties (first index), which topk does not promise
+        best = torch.where(tied, log_probs.argmax(-1), best)
     log_threshold = math.log(prune_threshold) if prune_threshold > 0 else NEG_INF
-    top_ids = torch.where(top_lp >= log_threshold, top_ids + 1, torch.full_like(top_ids, BLANK))  # [..., T, k]
+    keep = (top_ids != BLANK) & (top_lp >= log_threshold)
+    top_ids = torch.where(keep, top_ids, torch.full_like(top_ids, -1))  # [..., T, k+1]
 
-    def strip(x):
-        return [strip(v) for v in x] if x and isinstance(x[0], list) else [c for c in x if c != BLANK]
-    return strip(top_ids.tolist())
+    def strip(x: list) -> list:
+        return [strip(v) for v in x] if x and isinstance(x[0], list) else [c for c in x if c >= 0][:k]
+    return best, strip(top_ids.tolist())
 
 
 def _compact(log_probs: torch.Tensor, chars: list[list[int]],
@@ -159,7 +165,7 @@ def prefix_beam_search(log_probs: torch.Tensor, beam_width: int = 10, prune_thre
     if beam_width < 1:
         raise ValueError(f"beam_width must be >= 1, got {beam_width}")
     log_probs = log_probs.detach().float().cpu().log_softmax(-1)  # [T, C]
-    chars = step_candidates(log_probs, beam_width if top_k is None else top_k, prune_threshold)
+    _, chars = step_candidates(log_probs, beam_width if top_k is None else top_k, prune_threshold)
     cols, sub, sub_chars = _compact(log_probs, chars)
     nbest = _beam_steps(sub.tolist(), sub_chars, beam_width)
     return [(tuple(cols[i] for i in prefix), score) for prefix, score in nbest]
@@ -259,8 +265,8 @@ def beam_decode(logits: torch.Tensor, charset: Charset, lengths: torch.Tensor | 
         raise ValueError(f"beam_width must be >= 1, got {beam_width}")
     log_probs, lengths = _prepare(logits, charset, lengths)
     log_probs, lengths = log_probs.cpu(), lengths.tolist()  # [B, T, C]
-    greedy_ids = log_probs.argmax(-1).tolist()  # [B][T]
-    chars = step_candidates(log_probs, beam_width if top_k is None else top_k, prune_threshold)  # [B][T][<=k]
+    best, chars = step_candidates(log_probs, beam_width if top_k is None else top_k, prune_threshold)  # [B][T][<=k]
+    greedy_ids = best.tolist()  # [B][T]
     if lexicon is not None and not isinstance(lexicon, Lexicon):
         lexicon = Lexicon(lexicon, charset)
     if lexicon is not None and (lexicon.charset.chars, lexicon.charset.lowercase) != (charset.chars, charset.lowercase):
