@@ -171,7 +171,7 @@ def chars_from_spec(spec: str, encoding: str = "auto") -> str:
     """The characters a spec names: a built-in, an existing file, or (unless it looks like a path) the spec itself."""
     if spec in BUILTIN_CHARSETS:
         return BUILTIN_CHARSETS[spec]
-    if os.path.exists(spec) or looks_like_path(spec):
+    if os.path.isfile(spec) or looks_like_path(spec):
         return read_charset_file(spec, encoding)
     return spec
 
