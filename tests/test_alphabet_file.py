@@ -62,7 +62,8 @@ def test_single_line_alphabet_still_supported(tmp_path):
 
 def test_duplicates_name_characters_and_lines(tmp_path):
     path = write(tmp_path / "dup.txt", "blank\n中\n文\n中\n文\n字\n")
-    with pytest.raises(CharsetError, match=r"dup.txt: the alphabet repeats 2 .*'中' \(lines 2, 4\); '文' \(lines 3, 5\)"):
+    expected = r"dup.txt: the alphabet repeats 2 .*'中' \(lines 2, 4\); '文' \(lines 3, 5\)"
+    with pytest.raises(CharsetError, match=expected):
         Charset.from_spec(path)
 
 

@@ -103,9 +103,10 @@ def _labels(path) -> list[str]:
 
 
 def test_space_separated_gbk_labels_keep_inner_spaces(tmp_path, capsys):
-    root = _zh_folder(tmp_path / "f", "images/20455820_2605100732.jpg 中文 识别\r\n"
-                                      "images/20455821_2605100732.jpg 模型，训练\r\nimages/20455822_2605100732.jpg\r\n",
-                      "gbk")
+    gt = ("images/20455820_2605100732.jpg 中文 识别\r\n"
+          "images/20455821_2605100732.jpg 模型，训练\r\n"
+          "images/20455822_2605100732.jpg\r\n")
+    root = _zh_folder(tmp_path / "f", gt, "gbk")
     out = tmp_path / "out.lmdb"
     argv = ["--images", str(root), "--gt-format", "space", "--out", str(out), "--quiet"]
     assert main(argv) == 1  # GBK bytes read as UTF-8: a clear hint per line, nothing written

@@ -16,7 +16,8 @@ EPILOG = """examples:
 
 --data takes an LMDB, a folder of LMDBs (concatenated) or a folder with gt.txt (PATH<TAB>label lines).
 Metrics: word_acc = exact matches / samples after the protocol's normalisation (line accuracy for text
-lines); CER = edit distance / label characters (listed first for every alphabet but alnum36); 1-NED = 1 - mean(edit distance / max(len(pred), len(label))) (ICDAR 2019, higher is better).
+lines); CER = edit distance / label characters (listed first for every alphabet but alnum36);
+1-NED = 1 - mean(edit distance / max(len(pred), len(label))) (ICDAR 2019, higher is better).
 The overall line pools the counts of all datasets (sum of correct / sum of samples), it is not a mean of
 per-dataset accuracies. Under torchrun each rank evaluates a disjoint shard and the counts are summed.
 A protocol that deletes more than 10 % of the label characters (alnum-insensitive on Chinese labels, say)
