@@ -1,0 +1,317 @@
+"""Checkpoints of meijieru/crnn.pytorch, Sierkinhane/CRNN_Chinese_Characters_Rec and clovaai None-VGG-BiLSTM-CTC:
+made by peer networks built from their layer tables (tests/peers.py), trained a few steps, saved the way each
+repository saves, converted with crnn-convert-ckpt --from and compared logit for logit; and the way back."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+from PIL import Image
+
+from crnn.charset import Charset
+from crnn.cli.convert_ckpt import main as convert_main
+from crnn.cli.export import main as export_main
+from crnn.cli.predict import main as predict_main
+from crnn.config import Config
+from crnn.engine.checkpoint import build_from_checkpoint, load_checkpoint, model_checkpoint, save_checkpoint
+from crnn.infer import Recognizer
+from crnn.model import build_model
+from tests.conftest import render_png
+from tests.peers import ClovaModel, MeijieruCRNN, train_a_little
+
+SHAPES = [(1, 64), (2, 40), (3, 24)]  # (batch, width): several of each, small (the paper network is ~1 GMAC/image)
+ZH = "0123456789中文字符识别模型测试"  # a small Chinese alphabet for Sierkinhane-style models
+
+
+def inputs(nc: int = 1) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(3)
+    return [torch.rand(b, nc, 32, w, generator=gen) * 2 - 1 for b, w in SHAPES]
+
+
+def convert(args: list[str], capsys) -> tuple[int, str, str]:
+    rc = convert_main(args)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def load_ours(path: Path) -> tuple[nn.Module, Charset, Config]:
+    return build_from_checkpoint(load_checkpoint(path))
+
+
+def max_diff(ours: nn.Module, theirs, xs: list[torch.Tensor]) -> float:
+    """Largest |ours - theirs| over the inputs; ``theirs`` returns batch-first [B, T, K] logits."""
+    worst = 0.0
+    with torch.no_grad():
+        for x in xs:
+            a, b = ours(x), theirs(x)  # (B, T, K) each
+            assert a.shape == b.shape
+            worst = max(worst, (a - b).abs().max().item())
+    return worst
+
+
+def greedy(logits: torch.Tensor, chars: str) -> str:
+    """Best-path CTC decoding of one [T, K] sequence, written independently of crnn.decode."""
+    ids = logits.argmax(-1).tolist()
+    return "".join(chars[i - 1] for j, i in enumerate(ids) if i != 0 and (j == 0 or ids[j - 1] != i))
+
+
+# ---------------------------------------------------------------------------------------------- peers, saved
+@pytest.fixture(scope="module")
+def meijieru_net() -> nn.Module:
+    torch.manual_seed(0)
+    return train_a_little(MeijieruCRNN(1, 37, 256), 1, 37, time_major=True)
+
+
+@pytest.fixture(scope="module")
+def sierkinhane_net() -> nn.Module:
+    torch.manual_seed(1)
+    return train_a_little(MeijieruCRNN(1, len(ZH) + 1, 256, log_softmax=True), 1, len(ZH) + 1, time_major=True)
+
+
+@pytest.fixture(scope="module")
+def clova_net() -> nn.Module:
+    torch.manual_seed(2)
+    return train_a_little(ClovaModel(1, 37), 1, 37, time_major=False)
+
+
+@pytest.fixture(scope="module")
+def meijieru_file(meijieru_net, tmp_path_factory) -> Path:
+    """As meijieru's train.py saves: torch.save(crnn.state_dict()) of an nn.DataParallel model (module. keys)."""
+    path = tmp_path_factory.mktemp("meijieru") / "netCRNN_4_500.pth"
+    torch.save(nn.DataParallel(meijieru_net).state_dict(), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def clova_file(clova_net, tmp_path_factory) -> Path:
+    """As clovaai's train.py saves: torch.save(model.state_dict()) of an nn.DataParallel model."""
+    path = tmp_path_factory.mktemp("clova") / "best_accuracy.pth"
+    torch.save(nn.DataParallel(clova_net).state_dict(), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def zh_alphabet(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("alphabet") / "chars.txt"
+    path.write_text("\n".join(ZH) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def sierkinhane_file(sierkinhane_net, tmp_path_factory) -> Path:
+    """As Sierkinhane's train.py saves: {'state_dict': model.state_dict(), 'epoch': ..., 'best_acc': ...}."""
+    path = tmp_path_factory.mktemp("sierkinhane") / "checkpoint_9_acc_0.9.pth"
+    torch.save({"state_dict": sierkinhane_net.state_dict(), "epoch": 10, "best_acc": 0.9}, path)
+    return path
+
+
+def time_major(net: nn.Module):
+    return lambda x: net(x).transpose(0, 1)  # their [T, B, K] -> [B, T, K]
+
+
+# ---------------------------------------------------------------------------------------------- meijieru
+def test_meijieru_dataparallel_checkpoint_converts_exactly(meijieru_net, meijieru_file, tmp_path, capsys):
+    out = tmp_path / "crnn.pt"
+    rc, stdout, _ = convert([str(meijieru_file), str(out), "--from", "meijieru"], capsys)
+    assert rc == 0
+    assert "folded the biases of conv2, conv4, conv6" in stdout and "leakyRelu" in stdout
+    model, cs, cfg = load_ours(out)
+    assert (cfg.model.variant, cfg.model.in_channels, cfg.model.hidden, cfg.model.charset) == ("vgg", 1, 256, "alnum36")
+    assert (cfg.data.width, cfg.data.interpolation, cfg.data.mean, cfg.data.std) == (100, "bilinear", 0.5, 0.5)
+    assert cs.chars == "0123456789abcdefghijklmnopqrstuvwxyz"
+    assert max_diff(model, time_major(meijieru_net), inputs()) < 1e-5
+    assert torch.load(out, weights_only=True)["converted_from"] == {"source": "meijieru", "file": meijieru_file.name}
+
+
+def test_legacy_file_without_num_batches_tracked_loads(meijieru_net, tmp_path, capsys):
+    """torch < 0.4.1: no num_batches_tracked; saved with the legacy (non-zip) serialisation."""
+    old = tmp_path / "crnn_old.pth"
+    state = {k: v for k, v in nn.DataParallel(meijieru_net).state_dict().items() if "num_batches" not in k}
+    torch.save(state, old, _use_new_zipfile_serialization=False)
+    rc, stdout, _ = convert([str(old), str(tmp_path / "o.pt"), "--from", "meijieru"], capsys)
+    assert rc == 0 and "no num_batches_tracked (torch < 0.4.1): set to 0" in stdout
+    model, _, _ = load_ours(tmp_path / "o.pt")
+    assert max_diff(model, time_major(meijieru_net), inputs()) < 1e-5
+
+
+def test_to_meijieru_round_trip_is_exact(tmp_path, capsys):
+    torch.manual_seed(5)
+    ours = build_model("vgg", 1, 37, 256)
+    ours.train()
+    with torch.no_grad():
+        ours(torch.rand(4, 1, 32, 100) * 2 - 1)  # BN running statistics away from their init
+    ours.eval()
+    cfg = Config()
+    cfg.model.variant = "vgg"
+    src = tmp_path / "ours.pt"
+    save_checkpoint(model_checkpoint(ours, cfg, Charset.from_spec("alnum36")), src)
+    theirs_path = tmp_path / "netCRNN.pth"
+    rc, stdout, _ = convert([str(src), str(theirs_path), "--to", "meijieru"], capsys)
+    assert rc == 0 and "CRNN(32, 1, 37, 256)" in stdout
+    state = torch.load(theirs_path, weights_only=True)
+    assert not any(k.startswith("module.") for k in state)
+    for i in (2, 4, 6):
+        assert torch.equal(state[f"cnn.conv{i}.bias"], torch.zeros(512 if i > 2 else 256))
+    theirs = MeijieruCRNN(1, 37, 256).eval()
+    theirs.load_state_dict(state, strict=True)
+    assert max_diff(ours, time_major(theirs), inputs()) < 1e-6
+    back = tmp_path / "back.pt"
+    assert convert([str(theirs_path), str(back), "--from", "meijieru"], capsys)[0] == 0
+    again = load_checkpoint(back).model_state
+    assert list(again) == list(ours.state_dict())
+    assert all(torch.equal(again[k], v) for k, v in ours.state_dict().items())
+
+
+def test_to_meijieru_refuses_other_variants(tmp_path, capsys):
+    cfg = Config()
+    model = build_model("vgg_small", 1, 37)
+    save_checkpoint(model_checkpoint(model, cfg, Charset.from_spec("alnum36")), tmp_path / "small.pt")
+    rc, _, err = convert([str(tmp_path / "small.pt"), str(tmp_path / "x.pth"), "--to", "meijieru"], capsys)
+    assert rc == 1 and "only variant vgg with batch norm is meijieru's network; this model is variant vgg_small" in err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "x.pth").exists()
+
+
+# ---------------------------------------------------------------------------------------------- Sierkinhane
+def test_sierkinhane_state_dict_container_converts_exactly(sierkinhane_net, sierkinhane_file, zh_alphabet, tmp_path,
+                                                          capsys):
+    out = tmp_path / "zh.pt"
+    rc, _, err = convert([str(sierkinhane_file), str(out), "--from", "sierkinhane"], capsys)
+    assert rc == 1 and f"has {len(ZH) + 1} classes ({len(ZH)} characters + blank); pass --charset" in err
+    rc, _, err = convert([str(sierkinhane_file), str(out), "--from", "sierkinhane", "--charset", "alnum36"], capsys)
+    assert rc == 1 and "--charset alnum36 has 36 characters but the model has" in err
+    rc, stdout, _ = convert([str(sierkinhane_file), str(out), "--from", "sierkinhane", "--charset",
+                             str(zh_alphabet)], capsys)
+    assert rc == 0, stdout
+    model, cs, cfg = load_ours(out)
+    assert cs.chars == ZH
+    assert (cfg.data.width, cfg.data.interpolation, cfg.data.mean, cfg.data.std) == (160, "bicubic", 0.588, 0.193)
+    # theirs ends in log_softmax: the same distribution, so compare log-probabilities
+    assert max_diff(lambda x: model(x).log_softmax(-1), time_major(sierkinhane_net), inputs()) < 1e-5
+
+
+def test_sierkinhane_preprocessing_is_applied_by_predict(sierkinhane_net, sierkinhane_file, zh_alphabet, tmp_path,
+                                                         capsys):
+    out = tmp_path / "zh.pt"
+    assert convert([str(sierkinhane_file), str(out), "--from", "sierkinhane", "--charset", str(zh_alphabet)],
+                   capsys)[0] == 0
+    img_path = tmp_path / "word.png"
+    img_path.write_bytes(render_png("中文 2024"))
+    img = Image.open(img_path).convert("L")
+    pixels = np.asarray(img.resize((160, 32), Image.BICUBIC), dtype=np.float32)
+    theirs_in = torch.from_numpy((pixels / 255.0 - 0.588) / 0.193)[None, None]  # (1, 1, 32, 160)
+    rec = Recognizer.from_checkpoint(out, "cpu")
+    assert (rec.preprocess(img)[None] - theirs_in).abs().max().item() < 1e-5
+    with torch.no_grad():
+        expected = greedy(sierkinhane_net(theirs_in)[:, 0], ZH)
+    assert predict_main(["--weights", str(out), str(img_path), "--device", "cpu"]) == 0
+    assert capsys.readouterr().out.split("\t")[1] == expected
+
+
+# ---------------------------------------------------------------------------------------------- clovaai
+def test_clovaai_checkpoint_converts_exactly(clova_net, clova_file, tmp_path, capsys):
+    out = tmp_path / "clova.pt"
+    rc, stdout, _ = convert([str(clova_file), str(out), "--from", "clovaai"], capsys)
+    assert rc == 0 and "fused SequenceModeling.1.linear and Prediction" in stdout
+    model, _, cfg = load_ours(out)
+    assert (cfg.model.variant, cfg.data.interpolation, cfg.data.keep_ratio) == ("vgg_clova", "bicubic", False)
+    assert model.output_length(100) == 24 == model(torch.zeros(1, 1, 32, 100)).shape[1]
+    assert max_diff(model, clova_net, inputs()) < 1e-5
+
+
+def test_clovaai_pad_keeps_the_ratio_and_repeats_the_last_column(clova_net, clova_file, tmp_path, capsys):
+    out = tmp_path / "clova_pad.pt"
+    assert convert([str(clova_file), str(out), "--from", "clovaai", "--pad"], capsys)[0] == 0
+    rec = Recognizer.from_checkpoint(out, "cpu")
+    assert (rec.config.data.keep_ratio, rec.config.data.pad, rec.config.data.width) == (True, "edge", 100)
+    img = Image.open(__import__("io").BytesIO(render_png("ab1"))).convert("L")  # narrower than 100 at height 32
+    w = math.ceil(32 * img.width / img.height)
+    assert w < 100
+    small = np.asarray(img.resize((w, 32), Image.BICUBIC), dtype=np.float32) / 255.0
+    padded = np.concatenate([small, np.repeat(small[:, -1:], 100 - w, axis=1)], axis=1)  # right, last column
+    theirs_in = torch.from_numpy((padded - 0.5) / 0.5)[None, None]  # (1, 1, 32, 100)
+    x = rec.preprocess(img)
+    assert x.shape == (1, 32, 100) and (x[None] - theirs_in).abs().max().item() < 1e-5
+    assert max_diff(rec.model, clova_net, [theirs_in]) < 1e-5
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.load` is deprecated:FutureWarning")
+def test_export_of_a_converted_checkpoint_matches_the_peer(clova_net, clova_file, tmp_path, capsys):
+    conv = tmp_path / "clova.pt"
+    assert convert([str(clova_file), str(conv), "--from", "clovaai"], capsys)[0] == 0
+    ts = tmp_path / "clova.ts"
+    assert export_main(["--weights", str(conv), "--format", "torchscript", "--out", str(ts), "--width", "32"]) == 0
+    extra = {"crnn.json": ""}
+    loaded = torch.jit.load(str(ts), map_location="cpu", _extra_files=extra)
+    meta = json.loads(extra["crnn.json"])
+    assert (meta["variant"], meta["interpolation"], meta["normalize"]) == ("vgg_clova", "bicubic", "pixel / 127.5 - 1")
+    assert max_diff(loaded, clova_net, inputs()) < 1e-5
+
+
+def test_onnx_export_of_a_converted_meijieru_checkpoint_matches_the_peer(meijieru_net, meijieru_file, tmp_path,
+                                                                         capsys):
+    import onnxruntime as ort
+
+    conv = tmp_path / "m.pt"
+    assert convert([str(meijieru_file), str(conv), "--from", "meijieru"], capsys)[0] == 0
+    onnx_path = tmp_path / "m.onnx"
+    assert export_main(["--weights", str(conv), "--format", "onnx", "--out", str(onnx_path), "--width", "32"]) == 0
+    sess = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    run = lambda x: torch.from_numpy(sess.run(None, {"images": x.numpy()})[0])  # noqa: E731
+    assert max_diff(run, time_major(meijieru_net), inputs()) < 1e-5
+
+
+# ---------------------------------------------------------------------------------------------- recognition, refusals
+def test_unconverted_foreign_files_name_the_convert_command(meijieru_file, clova_file, sierkinhane_file, tmp_path,
+                                                            capsys):
+    img = tmp_path / "w.png"
+    img.write_bytes(render_png("ab"))
+    for path, source in [(meijieru_file, "meijieru"), (clova_file, "clovaai")]:
+        for extra in ([], ["--charset", "alnum36"]):
+            assert predict_main(["--weights", str(path), str(img), *extra]) == 2
+            err = capsys.readouterr().err
+            assert err.strip().endswith(f"checkpoint: crnn-convert-ckpt {path} OUT --from {source}"), err
+            assert len(err.splitlines()) == 1
+    assert predict_main(["--weights", str(sierkinhane_file), str(img)]) == 2
+    err = capsys.readouterr().err
+    assert (f"looks like a Sierkinhane/CRNN_Chinese_Characters_Rec checkpoint: crnn-convert-ckpt {sierkinhane_file} "
+            f"OUT --from sierkinhane --charset ALPHABET") in err
+    assert export_main(["--weights", str(clova_file), "--format", "onnx", "--out", str(tmp_path / "x.onnx")]) == 2
+    assert "looks like a clovaai/deep-text-recognition-benchmark checkpoint" in capsys.readouterr().err
+    rc, stdout, _ = convert(["--info", str(meijieru_file)], capsys)
+    assert rc == 0 and "source: " in stdout and "--from meijieru" in stdout
+
+
+def _clova_state(clova_net: nn.Module) -> dict:
+    return dict(clova_net.state_dict())
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda s: s.update({"Transformation.LocalizationNetwork.conv.0.weight": torch.zeros(64, 1, 3, 3)}),
+     "TPS rectification stage (Transformation.*)"),
+    (lambda s: s.update({"Prediction.attention_cell.rnn.weight_ih": torch.zeros(4, 4)}), "attention"),
+    (lambda s: s.update({"FeatureExtraction.ConvNet.layer1.0.conv1.weight": torch.zeros(4, 4, 3, 3)}), "ResNet"),
+])
+def test_clovaai_models_crnn_cannot_represent_are_refused(clova_net, tmp_path, capsys, change, message):
+    state = _clova_state(clova_net)
+    change(state)
+    path = tmp_path / "other.pth"
+    torch.save(state, path)
+    rc, _, err = convert([str(path), str(tmp_path / "o.pt"), "--from", "clovaai"], capsys)
+    assert rc == 1 and message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "o.pt").exists()
+
+
+def test_non_paper_widths_and_wrong_source_are_refused(tmp_path, capsys):
+    torch.manual_seed(0)
+    narrow = ClovaModel(1, 37, hidden=32, out=256).eval()  # clovaai --output_channel 256
+    torch.save(narrow.state_dict(), tmp_path / "narrow.pth")
+    rc, _, err = convert([str(tmp_path / "narrow.pth"), str(tmp_path / "o.pt"), "--from", "clovaai"], capsys)
+    assert rc == 1 and "FeatureExtraction.ConvNet.0.weight has shape [32, 1, 3, 3] where crnn needs [64, 1, 3, 3]" in err
+    assert "--output_channel 512" in err
+    rc, _, err = convert([str(tmp_path / "narrow.pth"), str(tmp_path / "o.pt"), "--from", "meijieru"], capsys)
+    assert rc == 2 and "looks like a clovaai/deep-text-recognition-benchmark checkpoint, not meijieru" in err
