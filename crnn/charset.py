@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import os
 import string
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
+
+from crnn.alphabet_file import AlphabetFileError, looks_like_path, read_alphabet_file
 
 BLANK = 0
 
@@ -74,13 +77,23 @@ class Charset:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_spec(cls, spec: str, lowercase: bool | None = None, unknown: str = "reject") -> "Charset":
-        """Build from a built-in name, a file path (one char per line, or one string) or a literal string."""
-        if spec in BUILTIN_CHARSETS:
-            return cls(BUILTIN_CHARSETS[spec], lowercase, unknown)
-        if os.path.isfile(spec):
-            return cls(read_charset_file(spec), lowercase, unknown)
-        return cls(spec, lowercase, unknown)
+    def from_spec(cls, spec: str, lowercase: bool | None = None, unknown: str = "reject", encoding: str = "auto",
+                  key: str = "") -> "Charset":
+        """Build from a built-in name, an alphabet file (see :mod:`crnn.alphabet_file`) or a literal string.
+
+        ``encoding`` applies to files (auto = BOM, UTF-8, then GB18030). ``key`` (e.g. ``model.charset``) prefixes
+        every error message so it names the setting as well as the file.
+        """
+        try:
+            return cls(chars_from_spec(spec, encoding), lowercase, unknown)
+        except CharsetError as e:
+            raise CharsetError(f"{key}: {e}" if key else str(e)) from None
+
+    @classmethod
+    def from_config(cls, model_cfg: Any) -> "Charset":
+        """Build from a ``ModelConfig`` (charset, lowercase, unknown, charset_encoding); errors name the keys."""
+        enc = getattr(model_cfg, "charset_encoding", "auto")
+        return cls.from_spec(model_cfg.charset, model_cfg.lowercase, model_cfg.unknown, enc, key="model.charset")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form, stored inside checkpoints."""
@@ -108,10 +121,17 @@ class Charset:
 
     # ------------------------------------------------------------------ labels
     def normalize(self, label: str) -> str | None:
-        """Apply case folding and the unknown-character policy; ``None`` means the sample is rejected."""
+        """Apply case folding and the unknown-character policy; ``None`` means the sample is rejected.
+
+        A character outside the alphabet whose NFKC form is in it (full-width ``Ａ``/``，``/U+3000 for an alphabet
+        with ``A``/``,``/space) is replaced by that form instead of being rejected or dropped.
+        """
         if self.lowercase:
             label = label.lower()
         missing = [c for c in label if c not in self.index]
+        if missing:  # full-width forms (U+3000, 'ＡＢ', '！') count as the alphabet's half-width ones
+            label = "".join(c if c in self.index else self._fold(c) for c in label)
+            missing = [c for c in label if c not in self.index]
         if not missing:
             return label
         if self.unknown == "reject":
@@ -119,6 +139,11 @@ class Charset:
             return None
         self.stats["dropped_chars"] += len(missing)
         return "".join(c for c in label if c in self.index)
+
+    def _fold(self, c: str) -> str:
+        """``c``'s NFKC form when that is one character of the alphabet, else ``c``."""
+        folded = unicodedata.normalize("NFKC", c)
+        return folded if folded in self.index else c
 
     def encode(self, labels: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """Labels -> (concatenated targets ``[sum(L)]``, lengths ``[B]``), both int64.
@@ -142,14 +167,18 @@ class Charset:
         return "".join(self.chars[i - 1] for i in ids if 0 < i <= n)
 
 
-def read_charset_file(path: str) -> str:
-    """Read an alphabet file: one character per line, or the whole alphabet on one line."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    lines = [ln.rstrip("\r\n") for ln in text.splitlines()]
-    lines = [ln for ln in lines if ln != ""]
-    if len(lines) > 1 and all(len(ln) == 1 for ln in lines):
-        return "".join(lines)
-    if len(lines) == 1:
-        return lines[0]
-    raise CharsetError(f"{path}: expected one character per line or a single line with the alphabet")
+def chars_from_spec(spec: str, encoding: str = "auto") -> str:
+    """The characters a spec names: a built-in, an existing file, or (unless it looks like a path) the spec itself."""
+    if spec in BUILTIN_CHARSETS:
+        return BUILTIN_CHARSETS[spec]
+    if os.path.exists(spec) or looks_like_path(spec):
+        return read_charset_file(spec, encoding)
+    return spec
+
+
+def read_charset_file(path: str, encoding: str = "auto") -> str:
+    """The alphabet of a file (one character per line or one line; see :mod:`crnn.alphabet_file`)."""
+    try:
+        return read_alphabet_file(path, encoding).chars
+    except AlphabetFileError as e:
+        raise CharsetError(str(e)) from None

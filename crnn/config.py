@@ -1,6 +1,7 @@
 """Typed configuration: dataclasses loaded from YAML and overridden by ``section.key=value`` arguments."""
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import types
 import typing
@@ -23,7 +24,8 @@ class ModelConfig:
     in_channels: int = 1  # 1 = grayscale, 3 = RGB
     hidden: int = 0  # LSTM hidden size; 0 = the variant's default
     batch_norm: bool = True  # false: a BN-free network (batch-size independent; used by equivalence tests)
-    charset: str = "alnum36"  # digits | alnum36 | printable94 | a file path | the characters themselves
+    charset: str = "alnum36"  # digits | alnum36 | printable94 | zh_gb2312 | an alphabet file | the characters themselves
+    charset_encoding: str = "auto"  # alphabet file encoding: auto (BOM, UTF-8, then GB18030) | utf-8 | gbk | utf-16 | ...
     lowercase: bool | None = None  # fold labels to lower case; None = when the charset has no upper case
     unknown: str = "reject"  # characters outside the charset: reject the sample | drop the character
 
@@ -87,7 +89,7 @@ class TrainConfig:
     save_every: int = 500
     resume: str = ""  # "" = none (auto under torchrun) | auto | PATH | none
     init_weights: str = ""  # load model weights only (any checkpoint layout)
-    protocol: str = "alnum-insensitive"  # exact | alnum-insensitive
+    protocol: str = "auto"  # auto (alnum-insensitive for alnum36, else exact) | exact | alnum-insensitive | unicode
     decoder: str = "greedy"
     show_predictions: int = 5
     max_nonfinite: int = 20  # stop after this many non-finite losses in a row
@@ -114,7 +116,7 @@ CHOICES = {
     "train.ddp_comm": ("auto", "fp32", "bf16", "fp16"),
     "train.optimizer": ("adam", "adamw", "adadelta", "sgd"),
     "train.schedule": ("cosine", "onecycle", "constant"),
-    "train.protocol": ("exact", "alnum-insensitive"),
+    "train.protocol": ("auto", "exact", "alnum-insensitive", "unicode"),
     "train.decoder": ("greedy", "beam"),
 }
 
@@ -278,6 +280,12 @@ def validate(cfg: Config) -> None:
     for key, value in positive.items():
         if value <= 0:
             raise ConfigError(f"{key}: must be positive, got {value}")
+    try:
+        if cfg.model.charset_encoding != "auto":
+            codecs.lookup(cfg.model.charset_encoding)
+    except LookupError:
+        raise ConfigError(f"model.charset_encoding: unknown encoding {cfg.model.charset_encoding!r} "
+                          f"(auto, utf-8, gb18030, gbk, utf-16, ...)") from None
     if cfg.data.width < 8:
         raise ConfigError(f"data.width: must be at least 8 pixels, got {cfg.data.width}")
     if cfg.train.model_parallel and len(cfg.train.model_parallel) != 2:

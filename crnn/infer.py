@@ -96,7 +96,7 @@ def fallback_spec(config_path: str | None, charset_spec: str | None) -> tuple[Co
     cfg = load_config(config_path)
     if charset_spec is not None:
         cfg.model.charset = charset_spec
-    return cfg, Charset.from_spec(cfg.model.charset, cfg.model.lowercase, cfg.model.unknown)
+    return cfg, Charset.from_config(cfg.model)
 
 
 def read_lexicon(path: str | os.PathLike) -> list[str]:

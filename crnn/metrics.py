@@ -7,13 +7,19 @@ from __future__ import annotations
 
 import heapq
 import re
+import string
+import unicodedata
 from collections.abc import Sequence
 
 import torch
 
-PROTOCOLS = ("exact", "alnum-insensitive")
+PROTOCOLS = ("exact", "alnum-insensitive", "unicode")
+PROTOCOL_CHOICES = ("auto", *PROTOCOLS)  # auto: alnum-insensitive for the alnum36 charset, exact otherwise
+REMOVED_SHARE_WARN = 0.10  # warn when a protocol deletes more than this share of the label characters
+_ALNUM36 = string.digits + string.ascii_lowercase
 _NOT_ALNUM = re.compile(r"[^0-9a-z]")
-_STATE_FIELDS = ("samples", "correct", "edits", "label_chars", "ned_sum")
+_SPACES = re.compile(r"\s+")
+_STATE_FIELDS = ("samples", "correct", "edits", "label_chars", "ned_sum", "raw_label_chars")
 
 
 def edit_distance(a: Sequence, b: Sequence) -> int:
@@ -49,12 +55,70 @@ def edit_distance(a: Sequence, b: Sequence) -> int:
 
 
 def normalize_text(text: str, protocol: str) -> str:
-    """Map a string to the form compared under ``protocol`` ("exact" or "alnum-insensitive")."""
+    """Map a string to the form compared under ``protocol``.
+
+    exact: unchanged. alnum-insensitive: lower case, only 0-9a-z kept (the English benchmark convention; it deletes
+    every other script). unicode: NFKC (full-width and half-width forms compare equal), whitespace runs collapsed to
+    one space, leading/trailing whitespace stripped.
+    """
     if protocol == "exact":
         return text
     if protocol == "alnum-insensitive":
         return _NOT_ALNUM.sub("", text.lower())
+    if protocol == "unicode":
+        return _SPACES.sub(" ", unicodedata.normalize("NFKC", text)).strip()
     raise ValueError(f"unknown metric protocol {protocol!r}; valid protocols: {', '.join(PROTOCOLS)}")
+
+
+def resolve_protocol(protocol: str, chars: str) -> str:
+    """``auto`` -> alnum-insensitive when the alphabet ``chars`` is alnum36, else exact; other names pass through."""
+    if protocol != "auto":
+        normalize_text("", protocol)  # validate
+        return protocol
+    return "alnum-insensitive" if chars == _ALNUM36 else "exact"
+
+
+def describe_protocol(requested: str, resolved: str) -> str:
+    """One log line saying which protocol is used and why."""
+    if requested != "auto":
+        return f"metric protocol: {resolved}"
+    why = "the charset is alnum36" if resolved == "alnum-insensitive" else "the charset is not alnum36"
+    return f"metric protocol: {resolved} (auto: {why})"
+
+
+def protocol_warning(protocol: str, removed_share: float, where: str = "") -> str | None:
+    """A loud message when ``protocol`` deleted more than 10 % of the label characters, else None."""
+    if removed_share <= REMOVED_SHARE_WARN:
+        return None
+    at = f" on {where}" if where else ""
+    return (f"WARNING: protocol {protocol!r} removed {removed_share:.1%} of the label characters{at} before "
+            f"comparing; its accuracy and CER ignore them (use --protocol exact / unicode, train.protocol=exact)")
+
+
+def cer_first(chars: str) -> bool:
+    """Whether reports should lead with CER: every alphabet except alnum36 (whose convention is word accuracy)."""
+    return chars != _ALNUM36
+
+
+def format_rates(m: dict, lead_with_cer: bool) -> str:
+    """``acc .. CER .. NED ..`` (or CER first) for a log line."""
+    acc, cer, ned = f"acc {m['word_acc']:.4f}", f"CER {m['cer']:.4f}", f"NED {m['ned']:.4f}"
+    return "  ".join((cer, acc, ned) if lead_with_cer else (acc, cer, ned))
+
+
+def display_width(text: str) -> int:
+    """Terminal columns of ``text``: East Asian wide/full-width characters take 2, combining marks 0."""
+    width = 0
+    for c in text:
+        if unicodedata.combining(c):
+            continue
+        width += 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+    return width
+
+
+def ljust_display(text: str, width: int) -> str:
+    """``text`` padded with spaces to ``width`` display columns (``str.ljust`` counts characters, not columns)."""
+    return text + " " * max(0, width - display_width(text))
 
 
 class RecognitionMetrics:
@@ -88,6 +152,7 @@ class RecognitionMetrics:
         self.edits = 0
         self.label_chars = 0
         self.ned_sum = 0.0
+        self.raw_label_chars = 0
         self._errors: list[tuple[int, int, str, str]] = []  # min-heap of (distance, -order, label, pred)
         self._n_errors = 0  # order stamp for ties: earlier errors win
 
@@ -102,6 +167,7 @@ class RecognitionMetrics:
             self.correct += dist == 0
             self.edits += dist
             self.label_chars += len(g)
+            self.raw_label_chars += len(label)
             if dist:
                 self.ned_sum += dist / max(len(p), len(g))
                 self._keep_error(dist, label, pred)
@@ -131,10 +197,16 @@ class RecognitionMetrics:
             "ned": 1.0 - self.ned_sum / n if n else 0.0,
         }
 
+    def removed_share(self) -> float:
+        """Share of the raw label characters that the protocol's normalisation deleted (0.0 without labels)."""
+        if not self.raw_label_chars:
+            return 0.0
+        return max(0.0, 1.0 - self.label_chars / self.raw_label_chars)
+
     def state_tensor(self) -> torch.Tensor:
-        """Counts as a float64 ``[5]`` tensor (samples, correct, edits, label_chars, ned_sum) for all_reduce SUM."""
-        return torch.tensor([self.samples, self.correct, self.edits, self.label_chars, self.ned_sum],
-                            dtype=torch.float64)
+        """Counts as a float64 ``[6]`` tensor (``_STATE_FIELDS``) for all_reduce SUM."""
+        return torch.tensor([self.samples, self.correct, self.edits, self.label_chars, self.ned_sum,
+                             self.raw_label_chars], dtype=torch.float64)
 
     def load_state_tensor(self, t: torch.Tensor) -> None:
         """Replace the counts with those in ``t`` (e.g. after summing across ranks); kept errors are untouched."""
@@ -144,6 +216,7 @@ class RecognitionMetrics:
         vals = t.detach().to("cpu", torch.float64).tolist()
         self.samples, self.correct, self.edits, self.label_chars = (round(v) for v in vals[:4])
         self.ned_sum = vals[4]
+        self.raw_label_chars = round(vals[5])
 
     @classmethod
     def from_state_tensor(cls, t: torch.Tensor, protocol: str = "exact") -> "RecognitionMetrics":

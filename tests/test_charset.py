@@ -11,7 +11,7 @@ def test_builtins_and_blank():
     cs = Charset.from_spec("alnum36")
     assert cs.num_classes == 37
     assert cs.index["0"] == 1  # blank is 0
-    assert set(BUILTIN_CHARSETS) == {"digits", "alnum36", "printable94"}
+    assert set(BUILTIN_CHARSETS) == {"digits", "alnum36", "printable94", "zh_gb2312"}
 
 
 def test_encode_decode_roundtrip():
@@ -63,3 +63,12 @@ def test_invalid_alphabets():
 def test_dict_roundtrip():
     cs = Charset.from_spec("printable94", unknown="drop")
     assert Charset.from_dict(cs.to_dict()) == cs
+
+
+def test_full_width_forms_fold_to_the_alphabets_half_width_ones():
+    cs = Charset("中文 ,AB")
+    assert cs.normalize("中文\u3000ＡＢ，") == "中文 AB,"
+    assert cs.normalize("中文！") is None  # '!' is not in the alphabet either: still rejected
+    zh = Charset.from_spec("zh_gb2312")
+    assert zh.normalize("模型，训练　ＯＣＲ") == "模型，训练 OCR"  # '，' is in zh_gb2312 itself and stays
+    assert Charset.from_spec("alnum36").normalize("ＡＢ１") == "ab1"

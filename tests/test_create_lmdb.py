@@ -87,3 +87,66 @@ def test_iiit5k_train_to_lmdb(tmp_path):
     assert len(raw) == 2000 and raw[0][1] == "You"
     kept = LmdbDataset(out, charset=Charset.from_spec("alnum36"))
     assert len(kept) + sum(kept.dropped.values()) == 2000
+
+
+def _zh_folder(root, gt_text: str, encoding: str = "utf-8"):
+    (root / "images").mkdir(parents=True)
+    for i in range(3):
+        (root / "images" / f"2045582{i}_2605100732.jpg").write_bytes(png_bytes(value=i, fmt="JPEG"))
+    (root / "gt.txt").write_bytes(gt_text.encode(encoding))
+    return root
+
+
+def _labels(path) -> list[str]:
+    ds = LmdbDataset(path, charset=None)
+    return [ds[i][1] for i in range(len(ds))]
+
+
+def test_space_separated_gbk_labels_keep_inner_spaces(tmp_path, capsys):
+    root = _zh_folder(tmp_path / "f", "images/20455820_2605100732.jpg 中文 识别\r\n"
+                                      "images/20455821_2605100732.jpg 模型，训练\r\nimages/20455822_2605100732.jpg\r\n",
+                      "gbk")
+    out = tmp_path / "out.lmdb"
+    argv = ["--images", str(root), "--gt-format", "space", "--out", str(out), "--quiet"]
+    assert main(argv) == 1  # GBK bytes read as UTF-8: a clear hint per line, nothing written
+    assert "gt.txt:1: line is not valid utf-8; pass --encoding gbk (or gb18030)" in capsys.readouterr().err
+    assert not out.exists()
+    assert main([*argv, "--encoding", "gbk"]) == 1  # the third line has no label
+    assert capsys.readouterr().err.strip().endswith(
+        "gt.txt:3: expected 'relative/path label' separated by a space; fix the line")
+    assert _labels(out) == ["中文 识别", "模型，训练"]
+
+
+def test_index_labels_use_0_based_alphabet_lines_with_blank(tmp_path, capsys):
+    alphabet = tmp_path / "char_std_5990.txt"
+    alphabet.write_bytes("blank\r\n中\r\n文\r\n识\r\n别\r\n \r\n".encode("gb18030"))  # line 5 is the space
+    root = _zh_folder(tmp_path / "f", "images/20455820_2605100732.jpg 1 2 3 4\n"
+                                      "images/20455821_2605100732.jpg 3 4 5 1\n"
+                                      "images/20455822_2605100732.jpg 0 1\n"
+                                      "images/20455822_2605100732.jpg 1 9\n"
+                                      "images/20455822_2605100732.jpg 1 x\n")
+    out = tmp_path / "out.lmdb"
+    rc = main(["--images", str(root), "--gt-format", "indices", "--alphabet", str(alphabet), "--out", str(out),
+               "--quiet"])
+    err = capsys.readouterr().err.splitlines()
+    gt = str(root / "gt.txt")
+    assert rc == 1 and err == [
+        f"{gt}:3: index 0 is alphabet line 0, the blank placeholder, not one character",
+        f"{gt}:4: index 9 is past the alphabet's last line (5); is --alphabet the file these labels were made with?",
+        f"{gt}:5: 'x' is not a character index (0-based alphabet line number)"]
+    assert _labels(out) == ["中文识别", "识别 中"]
+
+
+def test_label_format_option_errors(tmp_path, capsys):
+    root = _zh_folder(tmp_path / "f", "images/20455820_2605100732.jpg 1\n")
+    base = ["--images", str(root), "--out", str(tmp_path / "o"), "--quiet"]
+    cases = {"needs --alphabet FILE": ["--gt-format", "indices"],
+             f"--alphabet: alphabet file {tmp_path / 'nope.txt'} not found":
+                 ["--gt-format", "indices", "--alphabet", str(tmp_path / "nope.txt")],
+             "only used with --gt-format indices": ["--alphabet", str(tmp_path / "a.txt")],
+             "unknown label file encoding 'big9'": ["--encoding", "big9"]}
+    for expected, extra in cases.items():
+        assert main([*base, *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("crnn-create-lmdb: error: ") and expected in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "o").exists()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import os
 import pickle
 
@@ -223,3 +224,12 @@ def test_augment_keeps_shape_and_range():
     assert all(o.shape == (1, 8, 24) and o.min() >= -1 and o.max() <= 1 for o in outs)
     assert any(not torch.equal(outs[0], o) for o in outs[1:])
     assert torch.equal(ResizeNormalize(height=8, width=24)(img), ResizeNormalize(height=8, width=24)(img))
+
+
+def test_drop_policy_counts_and_logs_removed_characters(tmp_path, caplog):
+    path = make_lmdb(tmp_path / "zh", ["中文", "中x文", "识别!!", "yy"])
+    with caplog.at_level(logging.INFO, logger="crnn"):
+        ds = LmdbDataset(path, charset=Charset("中文识别", unknown="drop"))
+    assert [ds[i][1] for i in range(len(ds))] == ["中文", "中文", "识别"]
+    assert ds.trimmed == {"chars": 3, "samples": 2} and ds.dropped["empty"] == 1
+    assert "model.unknown=drop removed 3 character(s) outside the alphabet from 2 kept label(s)" in caplog.text

@@ -272,3 +272,18 @@ def test_decode_dispatches_and_validates():
         decode(logits, AB, "greedy", beam_width=2)
     with pytest.raises(ValueError, match="beam_width"):
         beam_decode(logits, AB, beam_width=0)
+
+
+def test_pruned_beam_equals_full_beam_on_peaked_posteriors_with_a_large_alphabet():
+    torch.manual_seed(3)
+    cs = Charset("".join(chr(0x4E00 + i) for i in range(1500)))  # 1,501 classes of Hanzi
+    paths = torch.randint(0, cs.num_classes, (3, 8))
+    logits = torch.randn(3, 8, cs.num_classes)
+    logits.scatter_(2, paths[..., None], 9.0)
+    pruned = beam_decode(logits, cs, beam_width=4)  # top-4 characters of p >= 1e-3 per step
+    full = beam_decode(logits, cs, beam_width=4, top_k=0, prune_threshold=0.0)  # every character every step
+    assert [t for t, _ in pruned] == [t for t, _ in full] and all(len(t) > 2 for t, _ in pruned)
+    assert [c for _, c in pruned] == pytest.approx([c for _, c in full], rel=1e-6)
+    nbest_pruned = prefix_beam_search(logits[0], beam_width=4)
+    nbest_full = prefix_beam_search(logits[0], beam_width=4, top_k=0, prune_threshold=0.0)
+    assert [ids for ids, _ in nbest_pruned] == [ids for ids, _ in nbest_full]

@@ -21,9 +21,9 @@ from crnn.infer import Recognizer
 from crnn.model import build_model
 
 IIIT5K = Path(__file__).resolve().parents[2] / "shared" / "data" / "iiit5k_train"
-SUMMARY_KEYS = {"weights", "variant", "step", "num_classes", "protocol", "decoder", "processes", "device",
-                "datasets", "overall"}
-ROW_KEYS = {"path", "samples", "word_acc", "cer", "ned", "seconds", "images_per_s"}
+SUMMARY_KEYS = {"weights", "variant", "step", "num_classes", "protocol", "protocol_requested", "cer_first", "warnings",
+                "decoder", "processes", "device", "datasets", "overall"}
+ROW_KEYS = {"path", "samples", "word_acc", "cer", "ned", "seconds", "images_per_s", "removed_share"}
 
 
 def png(text: str, width: int) -> bytes:
@@ -162,3 +162,46 @@ def test_two_process_torchrun_gives_the_same_counts(weights, images, tmp_path, c
     for key in ("samples", "word_acc", "cer", "ned"):
         assert two["overall"][key] == pytest.approx(one["overall"][key], abs=1e-12), key
     assert two["datasets"][0]["worst"] == one["datasets"][0]["worst"]
+
+
+@pytest.fixture(scope="module")
+def blank_zh(tmp_path_factory, images):
+    """An all-blank model over a GB18030 alphabet file with a 'blank' first line, and a Chinese-labelled LMDB."""
+    d = tmp_path_factory.mktemp("zh")
+    alphabet = d / "char_std.txt"
+    alphabet.write_bytes("blank\n中\n文\n识\n别\n模\n型\n1\n2\n3\n".encode("gb18030"))
+    cfg = Config()
+    cfg.model.hidden, cfg.data.width, cfg.model.charset = 16, 48, str(alphabet)
+    cs = Charset.from_config(cfg.model)
+    model = build_model("vgg_small", 1, cs.num_classes, 16).eval()
+    with torch.no_grad():
+        model.head.weight.zero_()
+        model.head.bias.zero_()
+        model.head.bias[0] = 10.0  # blank wins at every time step: the model outputs nothing
+    save_checkpoint(model_checkpoint(model, cfg, cs, step=1), d / "blank.pt")
+    write_lmdb(zip(images[:4], ["中文识别", "模型", "识别123", "文"]), d / "zh.lmdb")
+    return d / "blank.pt", d / "zh.lmdb"
+
+
+def test_chinese_labels_get_honest_scores_by_default(blank_zh, capsys):
+    weights, data = blank_zh
+    s = run_json(["--weights", str(weights), "--data", str(data)], capsys)
+    assert (s["protocol"], s["protocol_requested"], s["cer_first"], s["warnings"]) == ("exact", "auto", True, [])
+    assert (s["overall"]["word_acc"], s["overall"]["cer"], s["overall"]["removed_share"]) == (0.0, 1.0, 0.0)
+    assert main(["--weights", str(weights), "--data", str(data), "--workers", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "metric protocol: exact (auto: the charset is not alnum36)" in out
+    header = next(line for line in out.splitlines() if line.startswith("dataset"))
+    assert header.split() == ["dataset", "samples", "CER", "word_acc", "1-NED", "img/s"]
+
+
+def test_a_protocol_that_deletes_chinese_warns_loudly(blank_zh, capsys):
+    weights, data = blank_zh
+    rc = main(["--weights", str(weights), "--data", str(data), "--protocol", "alnum-insensitive", "--json",
+               "--workers", "0"])
+    out, err = capsys.readouterr()
+    assert rc == 0
+    s = json.loads(out)
+    assert s["datasets"][0]["removed_share"] == pytest.approx(9 / 12)  # only "123" survives
+    assert len(s["warnings"]) == 1 and "removed 75.0% of the label characters" in s["warnings"][0]
+    assert "crnn-eval: WARNING: protocol 'alnum-insensitive' removed 75.0%" in err

@@ -113,3 +113,58 @@ def test_merge_adds_counts_and_errors():
     assert a.errors() == [("a", "zzzz", 4), ("y", "x", 1)]
     with pytest.raises(ValueError, match="protocol"):
         a.merge(RecognitionMetrics("alnum-insensitive"))
+
+
+def test_unicode_protocol_folds_width_and_whitespace():
+    assert normalize_text("　ＡＢＣ１２３，中文　 识别 ", "unicode") == "ABC123,中文 识别"
+    assert normalize_text("中文识别", "alnum-insensitive") == ""  # why alnum-insensitive is wrong for Chinese
+    m = RecognitionMetrics("unicode")
+    m.update(["ＡＢ 中文"], ["AB　中文"])
+    assert m.compute()["word_acc"] == 1.0
+
+
+def test_auto_protocol_follows_the_alphabet():
+    from crnn.charset import BUILTIN_CHARSETS
+    from crnn.metrics import cer_first, resolve_protocol
+
+    assert resolve_protocol("auto", BUILTIN_CHARSETS["alnum36"]) == "alnum-insensitive"
+    for name in ("zh_gb2312", "printable94", "digits"):
+        assert resolve_protocol("auto", BUILTIN_CHARSETS[name]) == "exact"
+        assert cer_first(BUILTIN_CHARSETS[name])
+    assert resolve_protocol("unicode", BUILTIN_CHARSETS["alnum36"]) == "unicode"
+    assert not cer_first(BUILTIN_CHARSETS["alnum36"])
+    with pytest.raises(ValueError, match="unknown metric protocol"):
+        resolve_protocol("loose", "abc")
+
+
+def test_empty_predictions_score_zero_on_chinese_labels_by_default():
+    from crnn.charset import BUILTIN_CHARSETS
+    from crnn.metrics import protocol_warning, resolve_protocol
+
+    labels = ["中文识别", "训练数据", "模型123"]
+    honest = RecognitionMetrics(resolve_protocol("auto", BUILTIN_CHARSETS["zh_gb2312"]))
+    honest.update([""] * 3, labels)
+    assert honest.compute() == {"samples": 3, "word_acc": 0.0, "cer": 1.0, "ned": 0.0}
+    assert honest.removed_share() == 0.0 and protocol_warning(honest.protocol, honest.removed_share()) is None
+    blind = RecognitionMetrics("alnum-insensitive")  # the old default: a dead model looked nearly perfect
+    blind.update([""] * 3, labels)
+    assert blind.compute()["word_acc"] == pytest.approx(2 / 3)
+    assert blind.removed_share() == pytest.approx(10 / 13)  # only "123" survives
+    warning = protocol_warning("alnum-insensitive", blind.removed_share(), "zh.lmdb")
+    assert "'alnum-insensitive' removed 76.9% of the label characters on zh.lmdb" in warning
+    assert protocol_warning("alnum-insensitive", 0.10) is None
+
+
+def test_removed_share_survives_the_state_tensor():
+    m = RecognitionMetrics("alnum-insensitive")
+    m.update(["ab"], ["a-b中"])
+    again = RecognitionMetrics.from_state_tensor(m.state_tensor(), protocol="alnum-insensitive")
+    assert again.removed_share() == m.removed_share() == pytest.approx(0.5)
+
+
+def test_display_width_pads_wide_characters():
+    from crnn.metrics import display_width, ljust_display
+
+    assert display_width("中文ab") == 6 and display_width("ＡＢ") == 4 and display_width("e\u0301") == 1
+    assert display_width(ljust_display("中文", 8)) == display_width(ljust_display("abcd", 8)) == 8
+    assert ljust_display("中文识别模型", 4) == "中文识别模型"

@@ -15,10 +15,12 @@ EPILOG = """examples:
   torchrun --standalone --nproc_per_node=2 -m crnn.cli.evaluate --weights best.pt --data data/val.lmdb
 
 --data takes an LMDB, a folder of LMDBs (concatenated) or a folder with gt.txt (PATH<TAB>label lines).
-Metrics: word_acc = exact matches / samples after the protocol's normalisation; CER = edit distance /
-label characters; 1-NED = 1 - mean(edit distance / max(len(pred), len(label))) (ICDAR 2019, higher is better).
+Metrics: word_acc = exact matches / samples after the protocol's normalisation (line accuracy for text
+lines); CER = edit distance / label characters (listed first for every alphabet but alnum36); 1-NED = 1 - mean(edit distance / max(len(pred), len(label))) (ICDAR 2019, higher is better).
 The overall line pools the counts of all datasets (sum of correct / sum of samples), it is not a mean of
 per-dataset accuracies. Under torchrun each rank evaluates a disjoint shard and the counts are summed.
+A protocol that deletes more than 10 % of the label characters (alnum-insensitive on Chinese labels, say)
+is reported with a warning: its scores ignore those characters.
 """
 
 
@@ -38,15 +40,16 @@ class DatasetReport:
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of crnn-eval."""
     from crnn.infer import AMP_MODES
-    from crnn.metrics import PROTOCOLS
+    from crnn.metrics import PROTOCOL_CHOICES
 
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--weights", help="checkpoint (any crnn layout); default: the shipped model in weights/")
     p.add_argument("--data", action="append", required=True, metavar="PATH",
                    help="LMDB, folder of LMDBs, or folder with gt.txt; repeat for several datasets")
-    p.add_argument("--protocol", choices=PROTOCOLS, default="alnum-insensitive",
-                   help="label/prediction normalisation before comparing (default: alnum-insensitive)")
+    p.add_argument("--protocol", choices=PROTOCOL_CHOICES, default="auto",
+                   help="label/prediction normalisation before comparing: auto (default) = alnum-insensitive for an "
+                        "alnum36 model, exact for any other alphabet; unicode = NFKC + whitespace collapsed")
     p.add_argument("--decoder", choices=("greedy", "beam"), default="greedy", help="CTC decoder (default: greedy)")
     p.add_argument("--beam-width", type=int, default=10, help="beam width for --decoder beam (default: 10)")
     p.add_argument("--batch-size", type=int, default=64, help="images per forward pass and process (default: 64)")
@@ -102,51 +105,67 @@ def run(args: argparse.Namespace) -> dict:
     return summarize(reports, weights, ckpt, rec, args, get_world_size(), str(device))
 
 
-def _row(path: str, metrics: dict, samples: int, seconds: float) -> dict:
+def _row(path: str, metrics: dict, samples: int, seconds: float, removed_share: float) -> dict:
     """One dataset (or the pooled total) as plain data."""
     return {"path": path, "samples": samples, "word_acc": metrics["word_acc"], "cer": metrics["cer"],
-            "ned": metrics["ned"], "seconds": round(seconds, 3), "images_per_s": samples / max(seconds, 1e-9)}
+            "ned": metrics["ned"], "seconds": round(seconds, 3), "images_per_s": samples / max(seconds, 1e-9),
+            "removed_share": removed_share}
 
 
 def summarize(reports: list[DatasetReport], weights: str, ckpt, rec, args, world: int, device: str) -> dict:
     """The machine-readable summary: per dataset, pooled overall, settings."""
     import torch
 
-    from crnn.metrics import RecognitionMetrics
+    from crnn.metrics import RecognitionMetrics, cer_first, protocol_warning, resolve_protocol
 
+    protocol = resolve_protocol(args.protocol, rec.charset.chars)
     datasets = []
     for r in reports:
-        row = _row(r.path, r.result.metrics, int(r.result.metrics["samples"]), r.seconds)
+        row = _row(r.path, r.result.metrics, int(r.result.metrics["samples"]), r.seconds, r.result.removed_share)
         row["undecodable_images"] = r.result.skipped
         row["worst"] = [{"label": lab, "pred": pred, "distance": dist} for lab, pred, dist in r.result.errors]
         datasets.append(row)
     pooled_state = torch.stack([r.result.state for r in reports]).sum(0)  # [5] counts summed over datasets
-    pooled = RecognitionMetrics.from_state_tensor(pooled_state, protocol=args.protocol).compute()
-    overall = _row("overall", pooled, int(pooled["samples"]), sum(r.seconds for r in reports))
+    acc = RecognitionMetrics.from_state_tensor(pooled_state, protocol=protocol)
+    pooled = acc.compute()
+    overall = _row("overall", pooled, int(pooled["samples"]), sum(r.seconds for r in reports), acc.removed_share())
     overall["pooling"] = "counts summed over all datasets (sum of correct / sum of samples)"
+    warnings = [w for w in (protocol_warning(protocol, r["removed_share"], r["path"]) for r in datasets) if w]
     return {"weights": weights, "variant": rec.config.model.variant, "step": ckpt.step,
-            "num_classes": rec.charset.num_classes, "protocol": args.protocol, "decoder": args.decoder,
+            "num_classes": rec.charset.num_classes, "protocol": protocol, "protocol_requested": args.protocol,
+            "cer_first": cer_first(rec.charset.chars), "warnings": warnings, "decoder": args.decoder,
             "processes": world, "device": device, "datasets": datasets, "overall": overall}
 
 
 def print_table(s: dict, out: TextIO) -> None:
     """Human-readable report: settings, one row per dataset, the pooled row, then the worst errors."""
+    from crnn.metrics import describe_protocol, ljust_display
+
     step = f", step {s['step']}" if s["step"] is not None else ""
     out.write(f"weights {s['weights']} ({s['variant']}, {s['num_classes'] - 1} chars{step})\n"
-              f"protocol {s['protocol']}, decoder {s['decoder']}, {s['processes']} process(es) on {s['device']}\n\n")
+              f"protocol {s['protocol']}, decoder {s['decoder']}, {s['processes']} process(es) on {s['device']}\n")
+    if s["protocol_requested"] == "auto":
+        out.write(f"({describe_protocol('auto', s['protocol'])})\n")
+    out.write("\n")
     rows = s["datasets"] + [dict(s["overall"], path="overall (pooled: sum over datasets)")]
     width = max(len(r["path"]) for r in rows)
-    out.write(f"{'dataset':<{width}}  {'samples':>8}  {'word_acc':>8}  {'CER':>7}  {'1-NED':>7}  {'img/s':>8}\n")
+    acc_cer = ["word_acc", "cer"][::-1 if s["cer_first"] else 1]
+    heads = {"word_acc": f"{'word_acc':>8}", "cer": f"{'CER':>7}"}
+    out.write(f"{'dataset':<{width}}  {'samples':>8}  {heads[acc_cer[0]]}  {heads[acc_cer[1]]}  {'1-NED':>7}  "
+              f"{'img/s':>8}\n")
     for r in rows:
-        out.write(f"{r['path']:<{width}}  {r['samples']:>8d}  {r['word_acc']:>8.4f}  {r['cer']:>7.4f}  "
+        cells = {"word_acc": f"{r['word_acc']:>8.4f}", "cer": f"{r['cer']:>7.4f}"}
+        out.write(f"{r['path']:<{width}}  {r['samples']:>8d}  {cells[acc_cer[0]]}  {cells[acc_cer[1]]}  "
                   f"{r['ned']:>7.4f}  {r['images_per_s']:>8.1f}\n")
+    for w in s["warnings"]:
+        out.write(f"\n{w}\n")
     for r in s["datasets"]:
         if r["undecodable_images"]:
             out.write(f"\n{r['path']}: {r['undecodable_images']} undecodable image(s) were skipped\n")
         if r["worst"]:
             out.write(f"\nworst {len(r['worst'])} errors in {r['path']} (label -> prediction, edit distance):\n")
             for e in r["worst"]:
-                out.write(f"  {e['label']!r:<28} -> {e['pred']!r}  ({e['distance']})\n")
+                out.write(f"  {ljust_display(repr(e['label']), 28)} -> {e['pred']!r}  ({e['distance']})\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         summary = run(args)
         if is_main_process():  # decided before the process group is torn down
             print(json.dumps(summary, ensure_ascii=False)) if args.json else print_table(summary, sys.stdout)
+            for w in summary["warnings"]:  # loud: on stderr as well as in the table / JSON
+                print(f"{PROG}: {w}", file=sys.stderr)
     except (UsageError, CheckpointError, DatasetError, InferenceError, ConfigError, CharsetError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

@@ -1,4 +1,4 @@
-"""Build an LMDB from an image folder and a ``gt.txt``, validating every line and image."""
+"""Build an LMDB from an image folder and a label file (``gt.txt`` or a foreign layout), validating every line."""
 from __future__ import annotations
 
 import os
@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from crnn.data.datasets import DatasetError, decode_image, parse_gt_line
+from crnn.data.datasets import DatasetError, decode_image
+from crnn.data.label_files import LabelFormat
 from crnn.data.lmdb_io import write_lmdb
 
 
@@ -47,10 +48,11 @@ class BuildAborted(DatasetError):
 
 
 def build_lmdb(images: str | os.PathLike, gt: str | os.PathLike, out: str | os.PathLike | None, *,
-               overwrite: bool = False, strict: bool = False, progress: bool = False) -> BuildReport:
+               overwrite: bool = False, strict: bool = False, progress: bool = False,
+               fmt: LabelFormat | None = None) -> BuildReport:
     """Validate ``gt`` lines and their images under ``images``; write the good ones to ``out``.
 
-    ``out=None`` only validates. Bad lines are recorded in the report, not written. When no line
+    ``fmt`` is the label file layout (default: ``path<TAB>label`` in UTF-8). ``out=None`` only validates. Bad lines are recorded in the report, not written. When no line
     is good, or with ``strict`` any is bad, :class:`BuildAborted` is raised and nothing is written.
     """
     images, gt = os.fspath(images), os.fspath(gt)
@@ -61,7 +63,7 @@ def build_lmdb(images: str | os.PathLike, gt: str | os.PathLike, out: str | os.P
     if out is not None and os.path.lexists(out) and not overwrite:
         raise FileExistsError(f"{out} already exists; choose another output path or pass --overwrite")
     report = BuildReport(gt)
-    samples = _valid_samples(images, gt, report, strict, progress)
+    samples = _valid_samples(images, gt, report, strict, progress, fmt or LabelFormat())
     if out is None:
         for _ in samples:
             pass
@@ -70,14 +72,14 @@ def build_lmdb(images: str | os.PathLike, gt: str | os.PathLike, out: str | os.P
     return report
 
 
-def _valid_samples(images: str, gt: str, report: BuildReport, strict: bool,
-                   progress: bool) -> Iterator[tuple[bytes, str]]:
+def _valid_samples(images: str, gt: str, report: BuildReport, strict: bool, progress: bool,
+                   fmt: LabelFormat) -> Iterator[tuple[bytes, str]]:
     """Yield ``(image bytes, label)`` for good lines; record bad ones in ``report``."""
     with open(gt, "rb") as f:
         lines = f.readlines()
     for lineno, raw in enumerate(tqdm(lines, desc="validate", unit="line", disable=not progress), 1):
         try:
-            sample, reason = _check_line(raw, lineno, gt, images)
+            sample, reason = _check_line(raw, lineno, gt, images, fmt)
         except DatasetError as e:
             sample, reason = None, str(e).split(f"{gt}:{lineno}: ", 1)[-1]
         if sample is not None:
@@ -91,9 +93,10 @@ def _valid_samples(images: str, gt: str, report: BuildReport, strict: bool,
         raise BuildAborted(f"{gt}: no valid samples ({len(report.bad)} bad line(s)); nothing written", report)
 
 
-def _check_line(raw: bytes, lineno: int, gt: str, images: str) -> tuple[tuple[bytes, str] | None, str]:
+def _check_line(raw: bytes, lineno: int, gt: str, images: str,
+                fmt: LabelFormat) -> tuple[tuple[bytes, str] | None, str]:
     """Check one line: ``(sample, "")`` when good, ``(None, reason)`` when bad, ``(None, "")`` when blank."""
-    rel, label = parse_gt_line(raw, lineno, gt)
+    rel, label = fmt.parse(raw, lineno, gt)
     if rel is None:
         return None, ""
     if not label:

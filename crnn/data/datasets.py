@@ -39,12 +39,15 @@ class LabelFilter:
         self.charset = charset
         self.max_label_length = max_label_length
         self.dropped: dict[str, int] = dict.fromkeys(DROP_REASONS, 0)
+        self.trimmed = {"chars": 0, "samples": 0}  # unknown=drop: characters removed from kept labels
 
     def __call__(self, label: str) -> str | None:
         """Return the normalised label, or ``None`` (and count why) when it is dropped."""
         if self.charset is None:
             return label
+        before = self.charset.stats["dropped_chars"]
         norm = self.charset.normalize(label)
+        lost = self.charset.stats["dropped_chars"] - before
         reason = None
         if norm is None:
             reason = "unknown_char"
@@ -53,6 +56,8 @@ class LabelFilter:
         elif self.max_label_length is not None and len(norm) > self.max_label_length:
             reason = "too_long"
         if reason is None:
+            self.trimmed["chars"] += lost
+            self.trimmed["samples"] += lost > 0
             return norm
         self.dropped[reason] += 1
         return None
@@ -80,6 +85,7 @@ class _TextDataset(Dataset):
         self.max_label_length = max_label_length
         self.transform = transform
         self.dropped: dict[str, int] = {}
+        self.trimmed = {"chars": 0, "samples": 0}
         self.num_stored = 0
 
     def _item(self, data: bytes | memoryview | None, raw_label: str) -> tuple[Any, str]:
@@ -97,6 +103,9 @@ class _TextDataset(Dataset):
         drops = ", ".join(f"{k}={v}" for k, v in self.dropped.items() if v)
         log.info("%s: %d of %d samples kept%s", self.source, kept, self.num_stored,
                  f" (dropped: {drops})" if drops else "")
+        if self.trimmed["chars"]:
+            log.warning("%s: model.unknown=drop removed %d character(s) outside the alphabet from %d kept label(s); "
+                        "their images still show them", self.source, self.trimmed["chars"], self.trimmed["samples"])
 
 
 class LmdbDataset(_TextDataset):
@@ -122,7 +131,7 @@ class LmdbDataset(_TextDataset):
                 kept = [i for i in range(1, n + 1) if keep(_read_label(txn, i, self.source)) is not None]
         except lmdb.Error as e:
             raise DatasetError(f"{self.source}: not a readable LMDB ({e}); recreate it with crnn-create-lmdb") from None
-        self.dropped = keep.dropped
+        self.dropped, self.trimmed = keep.dropped, keep.trimmed
         return np.asarray(kept, dtype=np.int64)
 
     @property
@@ -160,7 +169,7 @@ class FolderGtDataset(_TextDataset):
         entries = list(read_gt(os.path.join(root, gt), root))
         self.num_stored = len(entries)
         self._samples = [(p, lab) for p, lab in entries if keep(lab) is not None]
-        self.dropped = keep.dropped
+        self.dropped, self.trimmed = keep.dropped, keep.trimmed
         self._log_summary(len(self._samples))
 
     def __len__(self) -> int:

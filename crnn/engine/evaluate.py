@@ -11,7 +11,7 @@ import torch
 from crnn.charset import Charset
 from crnn.decode import decode
 from crnn.engine.distributed import all_reduce_sum, broadcast_object, get_world_size
-from crnn.metrics import RecognitionMetrics
+from crnn.metrics import RecognitionMetrics, cer_first, resolve_protocol
 
 
 @dataclass
@@ -25,6 +25,9 @@ class EvalResult:
     sample_images: torch.Tensor | None = None  # [N, C, H, W] of the first batch, for TensorBoard
     state: torch.Tensor | None = None  # summed counts (RecognitionMetrics.state_tensor) for pooling datasets
     skipped: int = 0  # images that could not be decoded (not counted in the metrics), summed over ranks
+    protocol: str = ""  # the protocol used ("auto" resolved for the charset)
+    removed_share: float = 0.0  # share of label characters the protocol deleted before comparing
+    cer_first: bool = False  # reports lead with CER (every alphabet but alnum36)
 
 
 def autocast_context(device: torch.device, amp: str) -> contextlib.AbstractContextManager:
@@ -37,9 +40,13 @@ def autocast_context(device: torch.device, amp: str) -> contextlib.AbstractConte
 
 @torch.inference_mode()
 def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device: torch.device, *,
-             protocol: str = "alnum-insensitive", decoder: str = "greedy", amp: str = "off",
+             protocol: str = "auto", decoder: str = "greedy", amp: str = "off",
              keep_errors: int = 0, max_examples: int = 8, beam_width: int = 10) -> EvalResult:
-    """Run ``model`` over ``loader`` (batches with .images and .labels) and return metrics summed over ranks."""
+    """Run ``model`` over ``loader`` (batches with .images and .labels) and return metrics summed over ranks.
+
+    ``protocol="auto"`` is alnum-insensitive for the alnum36 charset and exact for every other alphabet.
+    """
+    protocol = resolve_protocol(protocol, charset.chars)
     was_training = model.training
     model.eval()
     metrics = RecognitionMetrics(protocol=protocol, keep_errors=keep_errors)
@@ -61,14 +68,15 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
             first_images = images[:max_examples].float().cpu() if first_images is None else first_images
     elapsed = time.perf_counter() - t0
     counts = torch.cat([metrics.state_tensor(), torch.tensor([float(n_skipped)], dtype=torch.float64)])
-    counts = all_reduce_sum(counts.to(device)).cpu()  # [6]: the 5 metric counts + undecodable images
+    counts = all_reduce_sum(counts.to(device)).cpu()  # [7]: the 6 metric counts + undecodable images
     state, skipped = counts[:-1], int(counts[-1])
     total = RecognitionMetrics.from_state_tensor(state, protocol=protocol)
     model.train(was_training)
     errors = gather_errors(metrics.errors(), keep_errors) if keep_errors > 0 else []
     result = total.compute()  # images/s over all ranks: every rank's images in this rank's time
     return EvalResult(result, result["samples"] / max(elapsed, 1e-9), examples[:max_examples],
-                      errors, first_images, state, skipped)
+                      errors, first_images, state, skipped, protocol, total.removed_share(),
+                      cer_first(charset.chars))
 
 
 def gather_errors(errors: list[tuple[str, str, int]], keep: int) -> list[tuple[str, str, int]]:

@@ -27,7 +27,8 @@ from crnn.engine.checkpoint import (CheckpointError, check_not_foreign, load_che
                                     model_checkpoint, save_checkpoint, unwrap_model)
 from crnn.engine.evaluate import EvalResult, autocast_context, evaluate
 from crnn.loss import ctc_loss
-from crnn.metrics import normalize_text
+from crnn.metrics import (describe_protocol, format_rates, ljust_display, normalize_text, protocol_warning,
+                          resolve_protocol)
 from crnn.model import build_model, count_parameters
 
 log = logging.getLogger("crnn")
@@ -451,11 +452,13 @@ def open_tensorboard(cfg: Config, rt: Runtime):
 def log_validation(name: str, res: EvalResult, step: int, tb, protocol: str) -> None:
     """Print one validation result and a few predictions; write TensorBoard scalars and a sample grid."""
     m = res.metrics
-    log.info("val %s @ %d: acc %.4f  CER %.4f  NED %.4f  (%d samples, %.0f img/s)",
-             name, step, m["word_acc"], m["cer"], m["ned"], m["samples"], res.images_per_s)
+    log.info("val %s @ %d: %s  (%d samples, %.0f img/s)", name, step, format_rates(m, res.cer_first),
+             m["samples"], res.images_per_s)
+    if warning := protocol_warning(res.protocol, res.removed_share, name):
+        log.warning(warning)
     for label, pred in res.examples:
-        ok = normalize_text(label, protocol) == normalize_text(pred, protocol)
-        log.info("    %-24s -> %s%s", label, pred, "" if ok else "   *")
+        ok = normalize_text(label, res.protocol) == normalize_text(pred, res.protocol)
+        log.info("    %s -> %s%s", ljust_display(label, 24), pred, "" if ok else "   *")
     if tb is None:
         return
     tag = Path(name).name or name
@@ -576,7 +579,9 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
         log.info("resolved config:\n%s", dump_config(cfg).rstrip())
         log.info("mode: %s on %s (world size %d)", rt.mode, rt.device, rt.world_size)
     D.barrier()
-    charset = Charset.from_spec(cfg.model.charset, cfg.model.lowercase, cfg.model.unknown)
+    charset = Charset.from_config(cfg.model)
+    if rt.main:
+        log.info(describe_protocol(t.protocol, resolve_protocol(t.protocol, charset.chars)))
     with D.main_process_first(local=True):
         prepare_data(cfg)
     train_loader, vals = build_loaders(cfg, charset, rt)
