@@ -19,6 +19,7 @@ from crnn.cli.export import main as export_main
 from crnn.cli.predict import main as predict_main
 from crnn.config import Config
 from crnn.engine.checkpoint import build_from_checkpoint, load_checkpoint, model_checkpoint, save_checkpoint
+from crnn.foreign import ForeignFormatError, resolve_charset
 from crnn.infer import Recognizer
 from crnn.model import build_model
 from tests.conftest import render_png
@@ -97,8 +98,9 @@ def clova_file(clova_net, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def zh_alphabet(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("alphabet") / "chars.txt"
-    path.write_text("\n".join(ZH) + "\n", encoding="utf-8")
+    """Like Sierkinhane's char_std_5990.txt: GB18030, CRLF, first line 'blank' (class 0), one character a line."""
+    path = tmp_path_factory.mktemp("alphabet") / "char_std_test.txt"
+    path.write_bytes("\r\n".join(["blank", *ZH]).encode("gb18030") + b"\r\n")
     return path
 
 
@@ -192,6 +194,15 @@ def test_sierkinhane_state_dict_container_converts_exactly(sierkinhane_net, sier
     assert (cfg.data.width, cfg.data.interpolation, cfg.data.mean, cfg.data.std) == (160, "bicubic", 0.588, 0.193)
     # theirs ends in log_softmax: the same distribution, so compare log-probabilities
     assert max_diff(lambda x: model(x).log_softmax(-1), time_major(sierkinhane_net), inputs()) < 1e-5
+
+
+def test_charset_defaults_and_size_checks(tmp_path):
+    assert resolve_charset(None, 37, "meijieru").chars == "0123456789abcdefghijklmnopqrstuvwxyz"
+    utf8 = tmp_path / "chars.txt"
+    utf8.write_text("\n".join(ZH) + "\n", encoding="utf-8")
+    assert resolve_charset(str(utf8), len(ZH) + 1, "sierkinhane").chars == ZH
+    with pytest.raises(ForeignFormatError, match="pass --charset with its 95-character alphabet"):
+        resolve_charset(None, 96, "clovaai")
 
 
 def test_sierkinhane_preprocessing_is_applied_by_predict(sierkinhane_net, sierkinhane_file, zh_alphabet, tmp_path,
@@ -315,3 +326,51 @@ def test_non_paper_widths_and_wrong_source_are_refused(tmp_path, capsys):
     assert "--output_channel 512" in err
     rc, _, err = convert([str(tmp_path / "narrow.pth"), str(tmp_path / "o.pt"), "--from", "meijieru"], capsys)
     assert rc == 2 and "looks like a clovaai/deep-text-recognition-benchmark checkpoint, not meijieru" in err
+
+
+def test_converted_checkpoint_evaluates_with_its_preprocessing_and_trains(clova_file, words_lmdb, tmp_path, capsys,
+                                                                         monkeypatch):
+    import crnn.data.loader as loader_mod
+    from crnn.cli.evaluate import main as eval_main
+    from crnn.cli.train import main as train_main
+
+    conv = tmp_path / "clova.pt"
+    assert convert([str(clova_file), str(conv), "--from", "clovaai"], capsys)[0] == 0
+    seen = {}
+    real = loader_mod.build_eval_loader
+
+    def spy(path, **kw):
+        seen.update(kw)
+        return real(path, **kw)
+
+    monkeypatch.setattr(loader_mod, "build_eval_loader", spy)
+    assert eval_main(["--weights", str(conv), "--data", str(words_lmdb), "--device", "cpu", "--json"]) == 0
+    assert (seen["interpolation"], seen["mean"], seen["std"], seen["width"]) == ("bicubic", 0.5, 0.5, 100)
+    assert json.loads(capsys.readouterr().out)["variant"] == "vgg_clova"
+    run = tmp_path / "run"
+    common = [f"data.train=[{{path: {words_lmdb}}}]", "data.val=[]", f"train.output_dir={run}", "data.batch_size=4",
+              "data.num_workers=0", "data.width=64", "data.interpolation=bicubic", "train.amp=off",
+              "train.tensorboard=false", "train.show_predictions=0", "train.steps=1", "model.variant=vgg_clova"]
+    assert train_main([*common, f"train.init_weights={clova_file}"]) == 1  # unconverted: says how to convert
+    assert f"crnn-convert-ckpt {clova_file} OUT --from clovaai" in capsys.readouterr().err
+    assert train_main([*common, f"train.init_weights={conv}"]) == 0  # converted: trains
+    ck = torch.load(run / "last.pt", weights_only=True)
+    assert ck["variant"] == "vgg_clova" and ck["config"]["data"]["interpolation"] == "bicubic"
+
+
+def test_preprocessing_options_of_the_transform_and_train_loader(words_lmdb):
+    from crnn.data.loader import build_train_loader
+    from crnn.data.transforms import ResizeNormalize
+
+    img = Image.open(__import__("io").BytesIO(render_png("hello"))).convert("L")
+    default = ResizeNormalize(height=32, width=100)(img)
+    pixels = np.asarray(img.resize((100, 32), Image.BILINEAR), dtype=np.float32)
+    assert torch.equal(default[0], torch.from_numpy(pixels * np.float32(1 / 127.5) - np.float32(1)))  # as always
+    zh = ResizeNormalize(height=32, width=100, interpolation="bicubic", mean=0.588, std=0.193)(img)
+    cubic = np.asarray(img.resize((100, 32), Image.BICUBIC), dtype=np.float32)
+    assert np.abs(zh[0].numpy() - (cubic / 255 - 0.588) / 0.193).max() < 1e-5
+    loader = build_train_loader([{"path": str(words_lmdb)}], Charset.from_spec("alnum36"), height=32, width=150,
+                                keep_ratio=True, max_width=150, channels=1, batch_size=8, num_workers=0,
+                                max_label_length=None, augment=False, seed=0, pad="edge", interpolation="bicubic")
+    batch = next(iter(loader))
+    assert batch.images.shape[-1] == 150 and set(batch.widths.tolist()) == {150}  # edge-padded, no batch padding
