@@ -148,6 +148,9 @@ def info_lines(ckpt: Checkpoint) -> list[str]:
         f"weights: {_param_summary(ckpt.model_state)}",
         *([f"source: {hint}"] if hint else _model_lines(ckpt)),
     ]
+    origin = raw.get("converted_from") if ckpt.container == "crnn" else None
+    if isinstance(origin, dict):
+        lines.append(f"converted from: {SOURCES.get(origin.get('source'), origin.get('source'))} ({origin.get('file')})")
     progress = [f"{k}: {raw[k]}" for k in ("step", "epoch", "best_metric") if k in raw]
     lines.append(", ".join(progress) if progress else "step: not stored")
     state = [k for k in TRAINING_STATE_KEYS if raw.get(k) is not None]
@@ -203,7 +206,24 @@ def import_foreign(ckpt: Checkpoint, args: argparse.Namespace) -> dict:
         print(note)
     if args.source != "clovaai":
         print("note: meijieru's leakyRelu option cannot be seen in the weights; crnn uses ReLU (their default)")
+    print(f"to fine-tune: crnn-train ... train.init_weights=OUT {' '.join(finetune_overrides(cfg))}")
     return model_checkpoint(model, cfg, charset, converted_from={"source": args.source, "file": Path(ckpt.path).name})
+
+
+def finetune_overrides(cfg) -> list[str]:
+    """The ``section.key=value`` settings (model shape, preprocessing) where a converted model differs from ours."""
+    from crnn.charset import BUILTIN_CHARSETS
+    from crnn.config import Config
+
+    default, out = Config(), []
+    for section, keys in (("model", ("variant", "in_channels", "hidden", "charset")),
+                          ("data", ("width", "keep_ratio", "max_width", "interpolation", "mean", "std", "pad"))):
+        for key in keys:
+            value = getattr(getattr(cfg, section), key)
+            if value != getattr(getattr(default, section), key):
+                shown = value if key != "charset" or value in BUILTIN_CHARSETS else "ALPHABET"
+                out.append(f"{section}.{key}={str(shown).lower() if isinstance(shown, bool) else shown}")
+    return out
 
 
 def export_foreign(ckpt: Checkpoint, target: str) -> dict:
