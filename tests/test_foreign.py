@@ -3,8 +3,10 @@ made by peer networks built from their layer tables (tests/peers.py), trained a 
 repository saves, converted with crnn-convert-ckpt --from and compared logit for logit; and the way back."""
 from __future__ import annotations
 
+import io
 import json
 import math
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import numpy as np
@@ -34,10 +36,12 @@ def inputs(nc: int = 1) -> list[torch.Tensor]:
     return [torch.rand(b, nc, 32, w, generator=gen) * 2 - 1 for b, w in SHAPES]
 
 
-def convert(args: list[str], capsys) -> tuple[int, str, str]:
-    rc = convert_main(args)
-    out, err = capsys.readouterr()
-    return rc, out, err
+def convert(args: list[str]) -> tuple[int, str, str]:
+    """crnn-convert-ckpt ARGS -> (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = convert_main(args)
+    return rc, out.getvalue(), err.getvalue()
 
 
 def load_ours(path: Path) -> tuple[nn.Module, Charset, Config]:
@@ -112,15 +116,40 @@ def sierkinhane_file(sierkinhane_net, tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def meijieru_converted(meijieru_file, tmp_path_factory) -> tuple[Path, str]:
+    """crnn-convert-ckpt netCRNN.pth crnn.pt --from meijieru: (OUT, its stdout)."""
+    out = tmp_path_factory.mktemp("converted") / "crnn.pt"
+    rc, stdout, err = convert([str(meijieru_file), str(out), "--from", "meijieru"])
+    assert rc == 0, err
+    return out, stdout
+
+
+@pytest.fixture(scope="module")
+def clova_converted(clova_file, tmp_path_factory) -> tuple[Path, str]:
+    """crnn-convert-ckpt best_accuracy.pth clova.pt --from clovaai: (OUT, its stdout)."""
+    out = tmp_path_factory.mktemp("converted") / "clova.pt"
+    rc, stdout, err = convert([str(clova_file), str(out), "--from", "clovaai"])
+    assert rc == 0, err
+    return out, stdout
+
+
+@pytest.fixture(scope="module")
+def sierkinhane_converted(sierkinhane_file, zh_alphabet, tmp_path_factory) -> Path:
+    """crnn-convert-ckpt checkpoint.pth zh.pt --from sierkinhane --charset char_std_test.txt."""
+    out = tmp_path_factory.mktemp("converted") / "zh.pt"
+    rc, _, err = convert([str(sierkinhane_file), str(out), "--from", "sierkinhane", "--charset", str(zh_alphabet)])
+    assert rc == 0, err
+    return out
+
+
 def time_major(net: nn.Module):
     return lambda x: net(x).transpose(0, 1)  # their [T, B, K] -> [B, T, K]
 
 
 # ---------------------------------------------------------------------------------------------- meijieru
-def test_meijieru_dataparallel_checkpoint_converts_exactly(meijieru_net, meijieru_file, tmp_path, capsys):
-    out = tmp_path / "crnn.pt"
-    rc, stdout, _ = convert([str(meijieru_file), str(out), "--from", "meijieru"], capsys)
-    assert rc == 0
+def test_meijieru_dataparallel_checkpoint_converts_exactly(meijieru_net, meijieru_file, meijieru_converted):
+    out, stdout = meijieru_converted
     assert "folded the biases of conv2, conv4, conv6" in stdout and "leakyRelu" in stdout
     model, cs, cfg = load_ours(out)
     assert (cfg.model.variant, cfg.model.in_channels, cfg.model.hidden, cfg.model.charset) == ("vgg", 1, 256, "alnum36")
@@ -130,18 +159,18 @@ def test_meijieru_dataparallel_checkpoint_converts_exactly(meijieru_net, meijier
     assert torch.load(out, weights_only=True)["converted_from"] == {"source": "meijieru", "file": meijieru_file.name}
 
 
-def test_legacy_file_without_num_batches_tracked_loads(meijieru_net, tmp_path, capsys):
+def test_legacy_file_without_num_batches_tracked_loads(meijieru_net, tmp_path):
     """torch < 0.4.1: no num_batches_tracked; saved with the legacy (non-zip) serialisation."""
     old = tmp_path / "crnn_old.pth"
     state = {k: v for k, v in nn.DataParallel(meijieru_net).state_dict().items() if "num_batches" not in k}
     torch.save(state, old, _use_new_zipfile_serialization=False)
-    rc, stdout, _ = convert([str(old), str(tmp_path / "o.pt"), "--from", "meijieru"], capsys)
+    rc, stdout, _ = convert([str(old), str(tmp_path / "o.pt"), "--from", "meijieru"])
     assert rc == 0 and "no num_batches_tracked (torch < 0.4.1): set to 0" in stdout
     model, _, _ = load_ours(tmp_path / "o.pt")
     assert max_diff(model, time_major(meijieru_net), inputs()) < 1e-5
 
 
-def test_to_meijieru_round_trip_is_exact(tmp_path, capsys):
+def test_to_meijieru_round_trip_is_exact(tmp_path):
     torch.manual_seed(5)
     ours = build_model("vgg", 1, 37, 256)
     ours.train()
@@ -153,7 +182,7 @@ def test_to_meijieru_round_trip_is_exact(tmp_path, capsys):
     src = tmp_path / "ours.pt"
     save_checkpoint(model_checkpoint(ours, cfg, Charset.from_spec("alnum36")), src)
     theirs_path = tmp_path / "netCRNN.pth"
-    rc, stdout, _ = convert([str(src), str(theirs_path), "--to", "meijieru"], capsys)
+    rc, stdout, _ = convert([str(src), str(theirs_path), "--to", "meijieru"])
     assert rc == 0 and "CRNN(32, 1, 37, 256)" in stdout
     state = torch.load(theirs_path, weights_only=True)
     assert not any(k.startswith("module.") for k in state)
@@ -163,33 +192,31 @@ def test_to_meijieru_round_trip_is_exact(tmp_path, capsys):
     theirs.load_state_dict(state, strict=True)
     assert max_diff(ours, time_major(theirs), inputs()) < 1e-6
     back = tmp_path / "back.pt"
-    assert convert([str(theirs_path), str(back), "--from", "meijieru"], capsys)[0] == 0
+    assert convert([str(theirs_path), str(back), "--from", "meijieru"])[0] == 0
     again = load_checkpoint(back).model_state
     assert list(again) == list(ours.state_dict())
     assert all(torch.equal(again[k], v) for k, v in ours.state_dict().items())
 
 
-def test_to_meijieru_refuses_other_variants(tmp_path, capsys):
+def test_to_meijieru_refuses_other_variants(tmp_path):
     cfg = Config()
     model = build_model("vgg_small", 1, 37)
     save_checkpoint(model_checkpoint(model, cfg, Charset.from_spec("alnum36")), tmp_path / "small.pt")
-    rc, _, err = convert([str(tmp_path / "small.pt"), str(tmp_path / "x.pth"), "--to", "meijieru"], capsys)
+    rc, _, err = convert([str(tmp_path / "small.pt"), str(tmp_path / "x.pth"), "--to", "meijieru"])
     assert rc == 1 and "only variant vgg with batch norm is meijieru's network; this model is variant vgg_small" in err
     assert len(err.splitlines()) == 1 and not (tmp_path / "x.pth").exists()
 
 
 # ---------------------------------------------------------------------------------------------- Sierkinhane
-def test_sierkinhane_state_dict_container_converts_exactly(sierkinhane_net, sierkinhane_file, zh_alphabet, tmp_path,
-                                                          capsys):
+def test_sierkinhane_state_dict_container_converts_exactly(sierkinhane_net, sierkinhane_file, sierkinhane_converted,
+                                                          tmp_path):
     out = tmp_path / "zh.pt"
-    rc, _, err = convert([str(sierkinhane_file), str(out), "--from", "sierkinhane"], capsys)
+    rc, _, err = convert([str(sierkinhane_file), str(out), "--from", "sierkinhane"])
     assert rc == 1 and f"has {len(ZH) + 1} classes ({len(ZH)} characters + blank); pass --charset" in err
-    rc, _, err = convert([str(sierkinhane_file), str(out), "--from", "sierkinhane", "--charset", "alnum36"], capsys)
+    rc, _, err = convert([str(sierkinhane_file), str(out), "--from", "sierkinhane", "--charset", "alnum36"])
     assert rc == 1 and "--charset alnum36 has 36 characters but the model has" in err
-    rc, stdout, _ = convert([str(sierkinhane_file), str(out), "--from", "sierkinhane", "--charset",
-                             str(zh_alphabet)], capsys)
-    assert rc == 0, stdout
-    model, cs, cfg = load_ours(out)
+    assert not out.exists()
+    model, cs, cfg = load_ours(sierkinhane_converted)
     assert cs.chars == ZH
     assert (cfg.data.width, cfg.data.interpolation, cfg.data.mean, cfg.data.std) == (160, "bicubic", 0.588, 0.193)
     # theirs ends in log_softmax: the same distribution, so compare log-probabilities
@@ -205,11 +232,8 @@ def test_charset_defaults_and_size_checks(tmp_path):
         resolve_charset(None, 96, "clovaai")
 
 
-def test_sierkinhane_preprocessing_is_applied_by_predict(sierkinhane_net, sierkinhane_file, zh_alphabet, tmp_path,
-                                                         capsys):
-    out = tmp_path / "zh.pt"
-    assert convert([str(sierkinhane_file), str(out), "--from", "sierkinhane", "--charset", str(zh_alphabet)],
-                   capsys)[0] == 0
+def test_sierkinhane_preprocessing_is_applied_by_predict(sierkinhane_net, sierkinhane_converted, tmp_path, capsys):
+    out = sierkinhane_converted
     img_path = tmp_path / "word.png"
     img_path.write_bytes(render_png("中文 2024"))
     img = Image.open(img_path).convert("L")
@@ -224,19 +248,18 @@ def test_sierkinhane_preprocessing_is_applied_by_predict(sierkinhane_net, sierki
 
 
 # ---------------------------------------------------------------------------------------------- clovaai
-def test_clovaai_checkpoint_converts_exactly(clova_net, clova_file, tmp_path, capsys):
-    out = tmp_path / "clova.pt"
-    rc, stdout, _ = convert([str(clova_file), str(out), "--from", "clovaai"], capsys)
-    assert rc == 0 and "fused SequenceModeling.1.linear and Prediction" in stdout
+def test_clovaai_checkpoint_converts_exactly(clova_net, clova_converted):
+    out, stdout = clova_converted
+    assert "fused SequenceModeling.1.linear and Prediction" in stdout
     model, _, cfg = load_ours(out)
     assert (cfg.model.variant, cfg.data.interpolation, cfg.data.keep_ratio) == ("vgg_clova", "bicubic", False)
     assert model.output_length(100) == 24 == model(torch.zeros(1, 1, 32, 100)).shape[1]
     assert max_diff(model, clova_net, inputs()) < 1e-5
 
 
-def test_clovaai_pad_keeps_the_ratio_and_repeats_the_last_column(clova_net, clova_file, tmp_path, capsys):
+def test_clovaai_pad_keeps_the_ratio_and_repeats_the_last_column(clova_net, clova_file, tmp_path):
     out = tmp_path / "clova_pad.pt"
-    assert convert([str(clova_file), str(out), "--from", "clovaai", "--pad"], capsys)[0] == 0
+    assert convert([str(clova_file), str(out), "--from", "clovaai", "--pad"])[0] == 0
     rec = Recognizer.from_checkpoint(out, "cpu")
     assert (rec.config.data.keep_ratio, rec.config.data.pad, rec.config.data.width) == (True, "edge", 100)
     img = Image.open(__import__("io").BytesIO(render_png("ab1"))).convert("L")  # narrower than 100 at height 32
@@ -251,9 +274,8 @@ def test_clovaai_pad_keeps_the_ratio_and_repeats_the_last_column(clova_net, clov
 
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.load` is deprecated:FutureWarning")
-def test_export_of_a_converted_checkpoint_matches_the_peer(clova_net, clova_file, tmp_path, capsys):
-    conv = tmp_path / "clova.pt"
-    assert convert([str(clova_file), str(conv), "--from", "clovaai"], capsys)[0] == 0
+def test_export_of_a_converted_checkpoint_matches_the_peer(clova_net, clova_converted, tmp_path):
+    conv = clova_converted[0]
     ts = tmp_path / "clova.ts"
     assert export_main(["--weights", str(conv), "--format", "torchscript", "--out", str(ts), "--width", "32"]) == 0
     extra = {"crnn.json": ""}
@@ -263,12 +285,10 @@ def test_export_of_a_converted_checkpoint_matches_the_peer(clova_net, clova_file
     assert max_diff(loaded, clova_net, inputs()) < 1e-5
 
 
-def test_onnx_export_of_a_converted_meijieru_checkpoint_matches_the_peer(meijieru_net, meijieru_file, tmp_path,
-                                                                         capsys):
+def test_onnx_export_of_a_converted_meijieru_checkpoint_matches_the_peer(meijieru_net, meijieru_converted, tmp_path):
     import onnxruntime as ort
 
-    conv = tmp_path / "m.pt"
-    assert convert([str(meijieru_file), str(conv), "--from", "meijieru"], capsys)[0] == 0
+    conv = meijieru_converted[0]
     onnx_path = tmp_path / "m.onnx"
     assert export_main(["--weights", str(conv), "--format", "onnx", "--out", str(onnx_path), "--width", "32"]) == 0
     sess = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
@@ -293,7 +313,7 @@ def test_unconverted_foreign_files_name_the_convert_command(meijieru_file, clova
             f"OUT --from sierkinhane --charset ALPHABET") in err
     assert export_main(["--weights", str(clova_file), "--format", "onnx", "--out", str(tmp_path / "x.onnx")]) == 2
     assert "looks like a clovaai/deep-text-recognition-benchmark checkpoint" in capsys.readouterr().err
-    rc, stdout, _ = convert(["--info", str(meijieru_file)], capsys)
+    rc, stdout, _ = convert(["--info", str(meijieru_file)])
     assert rc == 0 and "source: " in stdout and "--from meijieru" in stdout
 
 
@@ -312,30 +332,29 @@ def test_clovaai_models_crnn_cannot_represent_are_refused(clova_net, tmp_path, c
     change(state)
     path = tmp_path / "other.pth"
     torch.save(state, path)
-    rc, _, err = convert([str(path), str(tmp_path / "o.pt"), "--from", "clovaai"], capsys)
+    rc, _, err = convert([str(path), str(tmp_path / "o.pt"), "--from", "clovaai"])
     assert rc == 1 and message in err and len(err.splitlines()) == 1
     assert not (tmp_path / "o.pt").exists()
 
 
-def test_non_paper_widths_and_wrong_source_are_refused(tmp_path, capsys):
+def test_non_paper_widths_and_wrong_source_are_refused(tmp_path):
     torch.manual_seed(0)
     narrow = ClovaModel(1, 37, hidden=32, out=256).eval()  # clovaai --output_channel 256
     torch.save(narrow.state_dict(), tmp_path / "narrow.pth")
-    rc, _, err = convert([str(tmp_path / "narrow.pth"), str(tmp_path / "o.pt"), "--from", "clovaai"], capsys)
+    rc, _, err = convert([str(tmp_path / "narrow.pth"), str(tmp_path / "o.pt"), "--from", "clovaai"])
     assert rc == 1 and "FeatureExtraction.ConvNet.0.weight has shape [32, 1, 3, 3] where crnn needs [64, 1, 3, 3]" in err
     assert "--output_channel 512" in err
-    rc, _, err = convert([str(tmp_path / "narrow.pth"), str(tmp_path / "o.pt"), "--from", "meijieru"], capsys)
+    rc, _, err = convert([str(tmp_path / "narrow.pth"), str(tmp_path / "o.pt"), "--from", "meijieru"])
     assert rc == 2 and "looks like a clovaai/deep-text-recognition-benchmark checkpoint, not meijieru" in err
 
 
-def test_converted_checkpoint_evaluates_with_its_preprocessing_and_trains(clova_file, words_lmdb, tmp_path, capsys,
-                                                                         monkeypatch):
+def test_converted_checkpoint_evaluates_with_its_preprocessing_and_trains(clova_file, clova_converted, words_lmdb,
+                                                                         tmp_path, capsys, monkeypatch):
     import crnn.data.loader as loader_mod
     from crnn.cli.evaluate import main as eval_main
     from crnn.cli.train import main as train_main
 
-    conv = tmp_path / "clova.pt"
-    assert convert([str(clova_file), str(conv), "--from", "clovaai"], capsys)[0] == 0
+    conv = clova_converted[0]
     seen = {}
     real = loader_mod.build_eval_loader
 
