@@ -342,10 +342,36 @@ def test_non_paper_widths_and_wrong_source_are_refused(tmp_path):
     narrow = ClovaModel(1, 37, hidden=32, out=256).eval()  # clovaai --output_channel 256
     torch.save(narrow.state_dict(), tmp_path / "narrow.pth")
     rc, _, err = convert([str(tmp_path / "narrow.pth"), str(tmp_path / "o.pt"), "--from", "clovaai"])
-    assert rc == 1 and "FeatureExtraction.ConvNet.0.weight has shape [32, 1, 3, 3] where crnn needs [64, 1, 3, 3]" in err
+    assert rc == 1
+    assert "FeatureExtraction.ConvNet.0.weight has shape [32, 1, 3, 3] where crnn needs [64, 1, 3, 3]" in err
     assert "--output_channel 512" in err
     rc, _, err = convert([str(tmp_path / "narrow.pth"), str(tmp_path / "o.pt"), "--from", "meijieru"])
     assert rc == 2 and "looks like a clovaai/deep-text-recognition-benchmark checkpoint, not meijieru" in err
+
+
+def test_meijieru_with_other_widths_is_refused(meijieru_net, tmp_path):
+    state = dict(meijieru_net.state_dict())
+    state["cnn.conv1.weight"] = torch.zeros(96, 64, 3, 3)  # someone's edited nm list
+    torch.save(state, tmp_path / "wide.pth")
+    rc, _, err = convert([str(tmp_path / "wide.pth"), str(tmp_path / "o.pt"), "--from", "meijieru"])
+    assert rc == 1 and len(err.splitlines()) == 1
+    assert "cnn.conv1.weight has shape [96, 64, 3, 3] where crnn needs [128, 64, 3, 3]: meijieru's channel" in err
+
+
+def test_hand_renamed_meijieru_weights_point_to_the_converter(meijieru_net):
+    """A user's own key rename leaves conv biases that crnn's BN layers do not have: the error says what they are."""
+    from crnn.engine.checkpoint import CheckpointError, load_model_weights
+    from crnn.foreign.meijieru import key_prefixes
+
+    ours = build_model("vgg", 1, 37, 256)
+    renamed = {}
+    for key, value in meijieru_net.state_dict().items():
+        for theirs, mine in key_prefixes(ours.cnn):
+            if key.startswith(theirs):
+                renamed[mine + key[len(theirs):]] = value
+    with pytest.raises(CheckpointError, match=r"unexpected keys \(3\): cnn.6.bias; cnn.12.bias; cnn.18.bias\. these "
+                       r"are conv biases before BatchNorm.*--from meijieru"):
+        load_model_weights(ours, renamed)
 
 
 def test_converted_checkpoint_evaluates_with_its_preprocessing_and_trains(clova_file, clova_converted, words_lmdb,

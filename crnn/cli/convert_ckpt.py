@@ -150,7 +150,8 @@ def info_lines(ckpt: Checkpoint) -> list[str]:
     ]
     origin = raw.get("converted_from") if ckpt.container == "crnn" else None
     if isinstance(origin, dict):
-        lines.append(f"converted from: {SOURCES.get(origin.get('source'), origin.get('source'))} ({origin.get('file')})")
+        source = SOURCES.get(origin.get("source"), origin.get("source"))
+        lines.append(f"converted from: {source} ({origin.get('file')})")
     progress = [f"{k}: {raw[k]}" for k in ("step", "epoch", "best_metric") if k in raw]
     lines.append(", ".join(progress) if progress else "step: not stored")
     state = [k for k in TRAINING_STATE_KEYS if raw.get(k) is not None]

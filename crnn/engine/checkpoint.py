@@ -303,10 +303,21 @@ def _mismatch_report(state: dict, expected: dict, strict: bool, variant: str | N
         parts.append(_listing("shape mismatches", shapes, limit=4))
     if not parts:
         return ""
-    if missing or unexpected or any(not s.startswith("head.") for s in shapes):
+    if unexpected and all(_is_bias_before_bn(k, expected) for k in unexpected):
+        parts.append("these are conv biases before BatchNorm, as meijieru/crnn.pytorch saves them: convert the "
+                     "original file with crnn-convert-ckpt IN OUT --from meijieru (it folds them into the BN means)")
+    elif missing or unexpected or any(not s.startswith("head.") for s in shapes):
         model = f"this {variant} model" if variant else "this model"
         parts.append(f"the checkpoint is from a different variant, hidden size, in_channels or batch_norm than {model}")
     return ". ".join(parts)
+
+
+def _is_bias_before_bn(key: str, expected: dict) -> bool:
+    """``cnn.N.bias`` where the model has no such bias and layer N + 1 is a BatchNorm (renamed meijieru weights)."""
+    parts = key.split(".")
+    if len(parts) != 3 or parts[0] != "cnn" or parts[2] != "bias" or not parts[1].isdigit():
+        return False
+    return f"cnn.{int(parts[1]) + 1}.running_mean" in expected
 
 
 def load_model_weights(

@@ -24,21 +24,21 @@ from crnn.foreign.common import (
 )
 from crnn.model import build_model
 
-__all__ = ["to_ours", "from_ours", "PAPER_WIDTHS", "meijieru_constructor"]
+__all__ = ["to_ours", "from_ours", "key_prefixes", "fold_biases", "PAPER_WIDTHS", "meijieru_constructor"]
 
 PAPER_WIDTHS = "meijieru's channel widths 64-128-256-256-512-512-512 (crnn's vgg) are the only ones crnn imports"
 RNN_PREFIXES = [("rnn.0.rnn.", "rnn1.lstm."), ("rnn.0.embedding.", "rnn1.proj."), ("rnn.1.rnn.", "rnn2."),
                 ("rnn.1.embedding.", "head.")]
 
 
-def _cnn_prefixes(template_cnn) -> list[tuple[str, str]]:
-    """Their ``cnn.conv{i}.`` / ``cnn.batchnorm{i}.`` -> our ``cnn.{index}.``."""
+def key_prefixes(template_cnn) -> list[tuple[str, str]]:
+    """(their prefix, ours): ``cnn.conv{i}.`` / ``cnn.batchnorm{i}.`` -> ``cnn.{index}.``, then the recurrent part."""
     pairs = []
     for i, conv, bn in conv_bn_layers(template_cnn):
         pairs.append((f"cnn.conv{i}.", f"cnn.{conv}."))
         if bn is not None:
             pairs.append((f"cnn.batchnorm{i}.", f"cnn.{bn}."))
-    return pairs
+    return pairs + RNN_PREFIXES
 
 
 def fold_biases(state: dict[str, torch.Tensor], template_cnn, source: str) -> list[int]:
@@ -64,7 +64,7 @@ def to_ours(state: dict[str, torch.Tensor], source: str = "meijieru", width: int
     template = build_model("vgg", in_channels, num_classes, hidden)
     state = dict(state)
     folded = fold_biases(state, template.cnn, source)
-    mapped, origin = rename(state, _cnn_prefixes(template.cnn) + RNN_PREFIXES, source)
+    mapped, origin = rename(state, key_prefixes(template.cnn), source)
     expected = template.state_dict()
     notes = [f"folded the biases of conv{', conv'.join(map(str, folded))} into their BatchNorm running means"]
     if fill_batches_tracked(mapped, expected):
@@ -75,14 +75,14 @@ def to_ours(state: dict[str, torch.Tensor], source: str = "meijieru", width: int
 
 
 def from_ours(state: dict[str, torch.Tensor], variant: str, batch_norm: bool = True) -> OrderedDict:
-    """crnn ``vgg`` weights (plain keys) -> the bare state dict meijieru's ``CRNN(32, nc, nclass, nh)`` loads strictly."""
+    """crnn ``vgg`` weights (plain keys) -> a bare state dict that meijieru's ``CRNN(32, nc, nclass, nh)`` loads."""
     if variant != "vgg" or not batch_norm:
         what = f"variant {variant}" + ("" if batch_norm else " without batch norm")
         raise ForeignFormatError(f"only variant vgg with batch norm is meijieru's network; this model is {what}")
     template = build_model("vgg", int(state["cnn.0.weight"].shape[1]), int(state["head.weight"].shape[0]),
                            int(state["rnn1.lstm.weight_hh_l0"].shape[1]))
     check_fits(state, template.state_dict(), {}, "meijieru", PAPER_WIDTHS)
-    back = {ours: theirs for theirs, ours in _cnn_prefixes(template.cnn) + RNN_PREFIXES}
+    back = {ours: theirs for theirs, ours in key_prefixes(template.cnn)}
     out: OrderedDict[str, torch.Tensor] = OrderedDict()
     for key, value in state.items():
         prefix = next(p for p in back if key.startswith(p))
