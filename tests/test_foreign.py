@@ -419,3 +419,18 @@ def test_preprocessing_options_of_the_transform_and_train_loader(words_lmdb):
                                 max_label_length=None, augment=False, seed=0, pad="edge", interpolation="bicubic")
     batch = next(iter(loader))
     assert batch.images.shape[-1] == 150 and set(batch.widths.tolist()) == {150}  # edge-padded, no batch padding
+
+
+def test_detection_from_key_names_and_container():
+    from crnn.foreign import detect
+
+    meijieru = {"cnn.conv0.weight": torch.zeros(64, 1, 3, 3), "rnn.1.embedding.weight": torch.zeros(37, 512)}
+    assert detect(meijieru, "bare").source == "meijieru"
+    assert detect(meijieru, "state_dict").source == "meijieru"  # 0-9a-z: meijieru's preprocessing, not Sierkinhane's
+    zh = {**meijieru, "rnn.1.embedding.weight": torch.zeros(5991, 512)}
+    assert detect(zh, "bare").source == detect(zh, "state_dict").source == "sierkinhane"
+    small_zh = {**meijieru, "rnn.1.embedding.weight": torch.zeros(21, 512)}
+    assert (detect(small_zh, "bare").source, detect(small_zh, "state_dict").source) == ("meijieru", "sierkinhane")
+    assert detect({"Prediction.weight": torch.zeros(37, 256)}).source == "clovaai"
+    ours = build_model("vgg_small", 1, 37).state_dict()
+    assert detect(ours) is None and detect({"module.cnn.conv0.weight": torch.zeros(1)}) is None

@@ -21,6 +21,7 @@ _MEIJIERU_KEY = re.compile(r"^(cnn\.(conv|batchnorm)\d+\.|rnn\.[01]\.(rnn|embedd
 _CLOVA_PREFIXES = ("Transformation.", "FeatureExtraction.", "SequenceModeling.", "Prediction.")
 ALNUM36_CLASSES = 37
 LARGE_ALPHABET = 1000  # more classes than this on meijieru's network: a Chinese model, i.e. Sierkinhane's
+# (as is a {'state_dict': ...} file that is not 0-9a-z; a 37-class model is meijieru's whatever the container)
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ def detect(state: dict[str, torch.Tensor], container: str = "bare") -> Detection
         return Detection("clovaai", _classes(state, "Prediction.weight"), clova_problem(keys))
     if any(_MEIJIERU_KEY.match(k) for k in keys):
         classes = _classes(state, "rnn.1.embedding.weight")
-        chinese = container == "state_dict" or (classes or 0) > LARGE_ALPHABET
+        chinese = classes != ALNUM36_CLASSES and (container == "state_dict" or (classes or 0) > LARGE_ALPHABET)
         return Detection("sierkinhane" if chinese else "meijieru", classes)
     return None
 
