@@ -1,0 +1,342 @@
+"""The public Python API, exported as ``crnn.Recognizer``, ``crnn.load_config``, ``crnn.train`` and ``crnn.evaluate``.
+
+    import crnn
+    reader = crnn.Recognizer()                      # the shipped model in weights/
+    print(reader.read("word.png"))                  # Reading(text='hello', confidence=0.97)
+
+A thin, stable layer over :mod:`crnn.infer` (preprocessing and batching, shared with ``crnn-predict``),
+:func:`crnn.engine.trainer.fit` (``crnn-train``) and ``crnn-eval``'s evaluation. Errors are the library's own
+exceptions with the one-line messages the command-line tools print after ``crnn-...: error:``; bad arguments and
+inputs raise ``ValueError`` subclasses, unreadable image files ``OSError`` (``ImageReadError``), failed training runs
+``RuntimeError`` (``TrainingError``). This module imports torch only when a model is loaded, trained or evaluated.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple, Union, overload
+
+from crnn.config import Config, ConfigError, apply_overrides, config_from_dict, config_to_dict
+from crnn.config import load_config as _load_config
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+    from PIL import Image
+
+__all__ = ["Recognizer", "Reading", "TrainSummary", "load_config", "train", "evaluate"]
+
+ImageInput = Union[str, os.PathLike, "Image.Image", "np.ndarray"]
+CHANNEL_ORDERS = ("RGB", "BGR")
+CHUNK = 512  # inputs preprocessed and predicted together (bounds memory for long lists)
+
+
+class Reading(NamedTuple):
+    """The text read from one image and its confidence (the probability of that text under the model, 0-1)."""
+
+    text: str
+    confidence: float
+
+
+@dataclass(frozen=True)
+class TrainSummary:
+    """What :func:`train` did: where the checkpoints are, how far it got, and the final metrics."""
+
+    output_dir: Path
+    last: Path | None  # output_dir/last.pt (the final weights)
+    best: Path | None  # output_dir/best.pt (best mean validation word accuracy); None without validation sets
+    step: int  # optimizer steps reached
+    steps: int  # train.steps asked for
+    ended: str  # "done", or "stop_after" (train.stop_after paused it; train.resume=auto continues)
+    best_word_acc: float | None  # best mean validation word accuracy seen; None without validation sets
+    images_seen: int
+    metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # per data.val path: last.pt's
+    # samples, word_acc, cer, ned, computed as crnn-eval does (train.protocol, train.decoder)
+
+
+def _one_line(e: BaseException) -> str:
+    """The message on one line, as the command-line tools print it."""
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+@contextmanager
+def _keep_root_logging() -> Iterator[None]:
+    """Give the root logger its handlers and level back after the trainer has set up its own stderr logging."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        yield
+    finally:
+        for h in root.handlers[:]:
+            if h not in handlers:
+                root.removeHandler(h)
+        for h in handlers:
+            if h not in root.handlers:
+                root.addHandler(h)
+        root.setLevel(level)
+
+
+@contextmanager
+def _one_line_errors(*types: type[BaseException]) -> Iterator[None]:
+    """Re-raise multi-line messages of ``types`` (YAML, OS errors) on one line, keeping the exception type."""
+    try:
+        yield
+    except types as e:
+        if "\n" not in str(e):
+            raise
+        try:
+            short = type(e)(_one_line(e))
+        except Exception:  # an exception type that cannot be rebuilt from a message: keep it as it is
+            raise e from None
+        raise short from None
+
+
+# ----------------------------------------------------------------------------- config
+def load_config(path: str | os.PathLike | None = None, overrides: Sequence[str] = ()) -> Config:
+    """A YAML recipe (``configs/*.yaml``; None = the defaults) with ``section.key=value`` overrides, validated."""
+    if isinstance(overrides, str):
+        raise ConfigError(f"overrides must be a list of section.key=value strings, got the string {overrides!r}")
+    with _one_line_errors(ConfigError):
+        return _load_config(path, list(overrides))
+
+
+def _as_config(config: Config | str | os.PathLike, overrides: Sequence[str]) -> Config:
+    """A Config object or a YAML path, with overrides applied to a copy."""
+    if not isinstance(config, Config):
+        return load_config(config, overrides)
+    if isinstance(overrides, str):
+        raise ConfigError(f"overrides must be a list of section.key=value strings, got the string {overrides!r}")
+    with _one_line_errors(ConfigError):
+        return config_from_dict(apply_overrides(config_to_dict(config), list(overrides)))
+
+
+# ----------------------------------------------------------------------------- inference
+def _array_image(arr: np.ndarray, channels: str, where: str) -> Image.Image:
+    """A uint8 H x W or H x W x C array (C = 1, 3 or 4, in ``channels`` order) -> PIL image in RGB order."""
+    import numpy as np
+    from PIL import Image
+
+    from crnn.infer import InferenceError
+
+    if arr.dtype != np.uint8:
+        raise InferenceError(f"{where}: a numpy image must be uint8 (0-255), got {arr.dtype}; "
+                             "convert it, e.g. (x * 255).round().astype(np.uint8) for floats in [0, 1]")
+    if arr.ndim == 3 and arr.shape[2] == 1:
+        arr = arr[..., 0]
+    if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (3, 4)):
+        raise InferenceError(f"{where}: a numpy image must be H x W (gray) or H x W x C with C = 1, 3 or 4, "
+                             f"got shape {arr.shape}; pass several images as a list")
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise InferenceError(f"{where}: the numpy image is empty (shape {arr.shape})")
+    if arr.ndim == 3 and channels == "BGR":
+        arr = arr[..., [2, 1, 0, 3][:arr.shape[2]]]  # BGR(A) -> RGB(A)
+    return Image.fromarray(np.ascontiguousarray(arr))  # L, RGB or RGBA from the shape
+
+
+def _is_single(images: object) -> bool:
+    """True for one image (path, PIL image, array), False for a list/tuple/iterable of them."""
+    import numpy as np
+    from PIL import Image
+
+    if isinstance(images, (str, bytes, os.PathLike, Image.Image, np.ndarray)):
+        return True
+    return not isinstance(images, Iterable)
+
+
+class Recognizer:
+    """Reads the text in cropped word or line images with a trained CRNN (by default the shipped model).
+
+    CRNN reads one line of text per image. For whole pages or photos, find the text with a detector first
+    (doctr, mmocr, PaddleOCR, ...) and pass its crops. Images are preprocessed exactly as ``crnn-predict`` does it
+    (the checkpoint's height, width and channels) and batched by resized width, so a result never depends on which
+    other images were read with it.
+    """
+
+    def __init__(self, weights: str | os.PathLike | None = None, *, device: str = "auto", decoder: str | None = None,
+                 beam_width: int = 10, lexicon: str | os.PathLike | Sequence[str] | None = None,
+                 batch_size: int = 64, amp: str = "off", config: str | os.PathLike | None = None,
+                 charset: str | None = None) -> None:
+        """Load ``weights`` (None = the shipped model in weights/); the options are those of crnn-predict.
+
+        ``device``: auto | cpu | cuda | cuda:N. ``decoder``: greedy | beam (default: beam when a lexicon is given,
+        else greedy). ``lexicon``: a word-list file (one word per line) or a list of words; the answer is then the
+        most likely lexicon word. ``amp``: off | bf16 | fp16. ``config`` (a YAML file) and ``charset`` are only needed
+        for a bare state dict that stores neither.
+        """
+        from crnn.engine.checkpoint import load_checkpoint
+        from crnn.infer import Recognizer as Engine
+        from crnn.infer import default_weights, fallback_spec
+
+        self.weights = Path(weights) if weights is not None else default_weights()
+        ckpt = load_checkpoint(self.weights)
+        with _one_line_errors(ConfigError):
+            fallback_config, fallback_charset = fallback_spec(None if config is None else str(config), charset)
+        if ckpt.config is not None and (config is not None or charset is not None):
+            warnings.warn(f"{self.weights} stores its own config and charset; config/charset are ignored",
+                          stacklevel=2)
+        words = _lexicon_words(lexicon)
+        self._engine = Engine.from_checkpoint(
+            ckpt, device, amp, config=fallback_config, charset=fallback_charset,
+            decoder=decoder or ("beam" if words is not None else "greedy"), beam_width=beam_width,
+            lexicon=words, batch_size=batch_size)
+
+    @classmethod
+    def from_checkpoint(cls, path: str | os.PathLike, *, device: str = "auto", decoder: str | None = None,
+                        beam_width: int = 10, lexicon: str | os.PathLike | Sequence[str] | None = None,
+                        batch_size: int = 64, amp: str = "off", config: str | os.PathLike | None = None,
+                        charset: str | None = None) -> "Recognizer":
+        """A Recognizer for any checkpoint this product reads (e.g. ``runs/x/best.pt``); options as in __init__."""
+        return cls(path, device=device, decoder=decoder, beam_width=beam_width, lexicon=lexicon,
+                   batch_size=batch_size, amp=amp, config=config, charset=charset)
+
+    @property
+    def device(self) -> torch.device:
+        """The device the model runs on."""
+        return self._engine.device
+
+    def __repr__(self) -> str:
+        return (f"Recognizer(weights={str(self.weights)!r}, device={str(self.device)!r}, "
+                f"decoder={self._engine.decoder!r})")
+
+    @overload
+    def read(self, images: ImageInput, *, channels: str = "RGB") -> Reading: ...
+
+    @overload
+    def read(self, images: Iterable[ImageInput], *, channels: str = "RGB") -> list[Reading]: ...
+
+    def read(self, images, *, channels="RGB"):
+        """Read one image -> :class:`Reading`, or a list of images -> a list of Readings in the same order.
+
+        An image is a file path, a PIL image, or a uint8 numpy array (H x W gray, or H x W x C with C = 1, 3, 4).
+        ``channels`` names the order of an array's colour axis: "RGB" (PIL, imageio, matplotlib) or "BGR" (OpenCV's
+        ``cv2.imread``); ``read(bgr, channels="BGR")`` equals ``read(bgr[..., ::-1])`` and reading the file itself.
+        It does not apply to paths or PIL images, whose mode says what they hold. A file that cannot be read raises
+        ImageReadError (an OSError) naming it; nothing is returned for the other images of that call.
+        """
+        from crnn.infer import InferenceError
+
+        if channels not in CHANNEL_ORDERS:
+            raise InferenceError(f"channels must be RGB or BGR (the order of a numpy image's last axis), "
+                                 f"got {channels!r}")
+        single = _is_single(images)
+        items = [] if single else list(images)
+        if single:
+            return Reading(*self._engine.predict_tensors([self._tensor(images, "image", channels)])[0])
+        out: list[Reading] = []
+        with ThreadPoolExecutor(2) as pool:  # decoding and resizing release the GIL
+            for s in range(0, len(items), CHUNK):
+                chunk = items[s:s + CHUNK]
+                names = [f"image {s + i}" for i in range(len(chunk))]
+                tensors = list(pool.map(self._tensor, chunk, names, [channels] * len(chunk)))
+                out += [Reading(text, conf) for text, conf in self._engine.predict_tensors(tensors)]
+        return out
+
+    def _tensor(self, item: ImageInput, where: str, channels: str) -> torch.Tensor:
+        """One input -> the model's preprocessed ``[C, H, W]`` tensor."""
+        import numpy as np
+        from PIL import Image
+
+        from crnn.infer import ImageReadError, load_image
+
+        if isinstance(item, (str, os.PathLike)):
+            try:
+                item = load_image(item)
+            except ImageReadError as e:
+                raise ImageReadError(f"{os.fspath(item)}: {e}") from None
+        elif isinstance(item, np.ndarray):
+            item = _array_image(item, channels, where)
+        elif not isinstance(item, Image.Image):
+            raise TypeError(f"{where}: expected a file path, a PIL image or a numpy array, got {type(item).__name__}")
+        return self._engine.preprocess(item)
+
+
+def _lexicon_words(lexicon: str | os.PathLike | Sequence[str] | None) -> list[str] | None:
+    """A lexicon given as a file (one word per line) or as words."""
+    from crnn.infer import InferenceError, read_lexicon
+
+    if lexicon is None:
+        return None
+    if isinstance(lexicon, (str, os.PathLike)):
+        return read_lexicon(lexicon)
+    words = [w.strip() for w in lexicon if isinstance(w, str) and w.strip()]
+    if not words:
+        raise InferenceError("the lexicon holds no words; give a word-list file or a list of words")
+    return words
+
+
+# ----------------------------------------------------------------------------- training and evaluation
+def train(config: Config | str | os.PathLike, overrides: Sequence[str] = ()) -> TrainSummary:
+    """Train as ``crnn-train`` does (same trainer, logs on stderr) from a Config or a YAML path; return a summary.
+
+    ``overrides`` (``section.key=value``) apply to a copy. Like crnn-train it seeds Python's and torch's global
+    random generators from ``train.seed``; the root logger's handlers are restored afterwards. Raises ConfigError
+    for a bad config, TrainingError (a RuntimeError) when the run fails, and KeyboardInterrupt after Ctrl-C or
+    SIGTERM once last.pt is saved (``train.resume=auto`` continues the run).
+    """
+    from crnn.engine.trainer import fit
+
+    cfg = _as_config(config, overrides)
+    with _keep_root_logging(), _one_line_errors(OSError, ValueError):
+        result = fit(cfg)
+    out = Path(result["output_dir"])
+    if result.get("interrupted"):
+        raise KeyboardInterrupt(f"training stopped by a signal at step {result['step']}; {out / 'last.pt'} saved "
+                                "(continue with train.resume=auto)")
+    last, best = out / "last.pt", out / "best.pt"
+    metrics = _final_metrics(cfg, last) if cfg.data.val and last.is_file() else {}
+    best_acc = result.get("best_metric")
+    return TrainSummary(out, last if last.is_file() else None, best if best.is_file() else None,
+                        int(result["step"]), cfg.train.steps, result["ended"],
+                        best_acc if best_acc is not None and best_acc >= 0 else None,
+                        int(result.get("images_seen", 0)), metrics)
+
+
+def _final_metrics(cfg: Config, last: Path) -> dict[str, dict[str, float]]:
+    """Word accuracy, CER and 1-NED of ``last`` on every validation set (the protocol and decoder of training)."""
+    report = evaluate(cfg.data.val, weights=last, protocol=cfg.train.protocol, decoder=cfg.train.decoder,
+                      batch_size=cfg.data.batch_size, workers=0, worst=0, device=cfg.train.device)
+    return {row["path"]: {k: row[k] for k in ("samples", "word_acc", "cer", "ned")} for row in report["datasets"]}
+
+
+def evaluate(data: str | os.PathLike | Sequence[str | os.PathLike], weights: str | os.PathLike | None = None, *,
+             protocol: str = "alnum-insensitive", decoder: str = "greedy", beam_width: int = 10,
+             batch_size: int = 64, workers: int = 1, worst: int = 5, device: str = "auto", amp: str = "off",
+             config: str | os.PathLike | None = None, charset: str | None = None) -> dict:
+    """Evaluate ``weights`` (None = the shipped model) on labelled data; returns what ``crnn-eval --json`` prints.
+
+    ``data``: an LMDB, a folder of LMDBs or a folder with gt.txt, or a list of them. The result has one row per
+    dataset under "datasets" and the pooled counts under "overall" (samples, word_acc, cer, ned, images_per_s,
+    ...). The options are crnn-eval's, with the same defaults.
+    """
+    from crnn.cli import evaluate as cli
+    from crnn.engine.distributed import cleanup_distributed
+
+    paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
+    if min(batch_size, beam_width) < 1 or min(workers, worst) < 0:
+        raise cli.UsageError("--batch-size/--beam-width must be >= 1 and --workers/--worst >= 0")
+    if not paths:
+        raise cli.UsageError("no data given; pass at least one dataset")
+    parser = cli.build_parser()
+    parser.error = _raise_usage_error(cli.UsageError)  # crnn-eval's choices and messages, as exceptions
+    args = parser.parse_args(["--data", "unused", f"--protocol={protocol}", f"--decoder={decoder}", f"--amp={amp}"])
+    vars(args).update(data=[os.fspath(p) for p in paths], weights=None if weights is None else os.fspath(weights),
+                      beam_width=beam_width, batch_size=batch_size, workers=workers, worst=worst, device=device,
+                      json=True, config=None if config is None else os.fspath(config), charset=charset)
+    try:
+        with _one_line_errors(ConfigError):
+            return cli.run(args)
+    finally:
+        cleanup_distributed()
+
+
+def _raise_usage_error(error: type[Exception]):
+    """An ``ArgumentParser.error`` replacement that raises ``error(message)`` instead of exiting."""
+    def refuse(message: str) -> None:
+        raise error(message)
+    return refuse
