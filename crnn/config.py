@@ -43,7 +43,7 @@ class DataConfig:
     interpolation: str = "bilinear"  # resize filter: bilinear | bicubic
     mean: float = 0.5  # pixels are normalised as (pixel / 255 - mean) / std; 0.5 / 0.5 = [-1, 1]
     std: float = 0.5
-    pad: str = "batch"  # keep_ratio padding: batch (zeros up to the batch's widest image) | edge (see README)
+    pad: str = "batch"  # keep_ratio: batch (zero-pad to the batch's widest) | edge (to width, last column repeated)
     batch_size: int = 64  # per process
     num_workers: int = 2
     max_label_length: int = 25
