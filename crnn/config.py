@@ -20,7 +20,7 @@ class ConfigError(ValueError):
 class ModelConfig:
     """Network shape and alphabet."""
 
-    variant: str = "vgg_small"  # vgg | vgg_small | resnet18
+    variant: str = "vgg_small"  # vgg | vgg_small | resnet18 | vgg_clova (clovaai's VGG, T = W/4 - 1)
     in_channels: int = 1  # 1 = grayscale, 3 = RGB
     hidden: int = 0  # LSTM hidden size; 0 = the variant's default
     batch_norm: bool = True  # false: a BN-free network (batch-size independent; used by equivalence tests)
@@ -40,6 +40,10 @@ class DataConfig:
     width: int = 100  # fixed width, or the cap with keep_ratio
     keep_ratio: bool = False
     max_width: int = 400
+    interpolation: str = "bilinear"  # resize filter: bilinear | bicubic
+    mean: float = 0.5  # pixels are normalised as (pixel / 255 - mean) / std; 0.5 / 0.5 = [-1, 1]
+    std: float = 0.5
+    pad: str = "batch"  # keep_ratio: batch (zero-pad to the batch's widest) | edge (to width, last column repeated)
     batch_size: int = 64  # per process
     num_workers: int = 2
     max_label_length: int = 25
@@ -102,8 +106,10 @@ class Config:
 
 
 CHOICES = {
-    "model.variant": ("vgg", "vgg_small", "resnet18"),
+    "model.variant": ("vgg", "vgg_small", "resnet18", "vgg_clova"),
     "model.unknown": ("reject", "drop"),
+    "data.interpolation": ("bilinear", "bicubic"),
+    "data.pad": ("batch", "edge"),
     "train.parallel": ("auto", "none", "dp"),
     "train.backend": ("auto", "nccl", "gloo"),
     "train.amp": ("auto", "off", "fp16", "bf16"),
@@ -270,7 +276,7 @@ def validate(cfg: Config) -> None:
     positive = {"data.height": cfg.data.height, "data.width": cfg.data.width, "data.batch_size": cfg.data.batch_size,
                 "data.max_label_length": cfg.data.max_label_length, "train.steps": cfg.train.steps,
                 "train.accum_steps": cfg.train.accum_steps, "train.log_every": cfg.train.log_every,
-                "train.ddp_bucket_mb": cfg.train.ddp_bucket_mb}
+                "train.ddp_bucket_mb": cfg.train.ddp_bucket_mb, "data.std": cfg.data.std}
     for key, value in positive.items():
         if value <= 0:
             raise ConfigError(f"{key}: must be positive, got {value}")

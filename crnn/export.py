@@ -1,6 +1,7 @@
 """Export a CRNN to TorchScript or ONNX with dynamic batch and width, verified against PyTorch before it is kept.
 
-The exported graph maps images ``[B, C, H, W]`` (normalised to [-1, 1]) to logits ``[B, T, K]`` (blank = 0).
+The exported graph maps images ``[B, C, H, W]`` (normalised as the model's data config says: [-1, 1] unless its
+``data.mean``/``data.std`` differ) to logits ``[B, T, K]`` (blank = 0).
 The charset and preprocessing settings travel inside the file: TorchScript extra file ``crnn.json``,
 ONNX ``metadata_props`` key ``crnn``.
 """
@@ -61,9 +62,12 @@ class ExportableCRNN(nn.Module):
 def export_metadata(model: CRNN, charset: Charset, cfg: Config) -> dict:
     """Everything a runtime needs to preprocess and decode: charset, geometry, output layout."""
     d = cfg.data
+    default = d.mean == 0.5 and d.std == 0.5
+    normalize = "pixel / 127.5 - 1" if default else f"(pixel / 255 - {d.mean}) / {d.std}"
     return {"format": "crnn-export", "version": 1, "variant": model.variant, "charset": charset.to_dict(),
             "blank": 0, "in_channels": model.in_channels, "height": d.height, "width": d.width,
-            "keep_ratio": d.keep_ratio, "max_width": d.max_width, "normalize": "pixel / 127.5 - 1",
+            "keep_ratio": d.keep_ratio, "max_width": d.max_width, "normalize": normalize, "mean": d.mean,
+            "std": d.std, "interpolation": d.interpolation, "pad": d.pad,
             "input": "images [batch, channels, height, width]", "output": "logits [batch, time, classes]"}
 
 

@@ -162,7 +162,8 @@ class Recognizer:
         self.lexicon = list(lexicon) if lexicon is not None else None
         d = config.data
         self.transform = ResizeNormalize(height=d.height, width=d.width, keep_ratio=d.keep_ratio,
-                                         max_width=d.max_width, channels=config.model.in_channels)
+                                         max_width=d.max_width, channels=config.model.in_channels,
+                                         interpolation=d.interpolation, mean=d.mean, std=d.std, pad=d.pad)
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike | Checkpoint, device: str = "auto", amp: str = "off", *,

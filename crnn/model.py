@@ -53,6 +53,21 @@ def vgg_backbone(in_channels: int, ch: tuple[int, ...], batch_norm: bool = True)
     )
 
 
+def vgg_clova_backbone(in_channels: int, batch_norm: bool = True) -> nn.Sequential:
+    """clovaai's None-VGG-BiLSTM-CTC CNN: biased conv 1-4 and 7, BN on conv 5/6, (2,1) pools; W -> W/4 - 1.
+
+    Its module indices equal clovaai's ``FeatureExtraction.ConvNet`` ones, so its weights map key for key.
+    """
+    bn = batch_norm
+    return nn.Sequential(
+        *_conv(in_channels, 64), nn.MaxPool2d(2, 2),  # [B, 64, 16, W/2]
+        *_conv(64, 128), nn.MaxPool2d(2, 2),  # [B, 128, 8, W/4]
+        *_conv(128, 256), *_conv(256, 256), nn.MaxPool2d((2, 1), (2, 1)),  # [B, 256, 4, W/4]
+        *_conv(256, 512, bn=bn), *_conv(512, 512, bn=bn), nn.MaxPool2d((2, 1), (2, 1)),  # [B, 512, 2, W/4]
+        *_conv(512, 512, k=2, p=0),  # [B, 512, 1, W/4 - 1]
+    )
+
+
 def resnet18_backbone(in_channels: int, batch_norm: bool = True) -> nn.Sequential:
     """torchvision ResNet-18 with layers 2-4 striding only in height, so T = ceil(ceil(W/2)/2) ~ W/4."""
     from torchvision.models import resnet18
@@ -70,6 +85,10 @@ def resnet18_backbone(in_channels: int, batch_norm: bool = True) -> nn.Sequentia
 
 def _vgg_length(width: int) -> int:
     return width // 2 // 2 + 1
+
+
+def _clova_length(width: int) -> int:
+    return width // 2 // 2 - 1
 
 
 def _resnet_length(width: int) -> int:
@@ -91,6 +110,7 @@ VARIANTS: dict[str, Variant] = {
     "vgg": Variant(lambda c, bn: vgg_backbone(c, VGG_SPECS["vgg"].channels, bn), 512, 256, _vgg_length),
     "vgg_small": Variant(lambda c, bn: vgg_backbone(c, VGG_SPECS["vgg_small"].channels, bn), 256, 128, _vgg_length),
     "resnet18": Variant(resnet18_backbone, 512, 256, _resnet_length),
+    "vgg_clova": Variant(vgg_clova_backbone, 512, 256, _clova_length),  # clovaai deep-text-recognition-benchmark
 }
 
 MIN_WIDTH = 8
@@ -164,7 +184,8 @@ class CRNN(nn.Module):
 
 def build_model(variant: str, in_channels: int, num_classes: int, hidden: int | None = None,
                 batch_norm: bool = True) -> CRNN:
-    """Build a named CRNN variant (``vgg``, ``vgg_small``, ``resnet18``); ``batch_norm=False`` drops every BN layer."""
+    """Build a named CRNN variant (``vgg``, ``vgg_small``, ``resnet18``, ``vgg_clova``); ``batch_norm=False`` drops
+    every BN layer."""
     return CRNN(variant, in_channels, num_classes, hidden, batch_norm)
 
 

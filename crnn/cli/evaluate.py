@@ -80,7 +80,7 @@ def _setup_device(name: str):
 
 def run(args: argparse.Namespace) -> dict:
     """Evaluate on every dataset; return the summary (identical on every rank)."""
-    from crnn.data.loader import build_eval_loader
+    from crnn.data.loader import build_eval_loader, preprocess_options
     from crnn.engine.checkpoint import load_checkpoint
     from crnn.engine.distributed import get_rank, get_world_size
     from crnn.engine.evaluate import evaluate
@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> dict:
     for path in args.data:
         loader = build_eval_loader(path, height=d.height, width=d.width, keep_ratio=d.keep_ratio,
                                    max_width=d.max_width, channels=channels, batch_size=args.batch_size,
-                                   num_workers=args.workers, rank=get_rank(), world_size=get_world_size())
+                                   num_workers=args.workers, rank=get_rank(), world_size=get_world_size(),
+                                   **preprocess_options(d))
         t0 = time.perf_counter()
         res = evaluate(model, loader, rec.charset, device, protocol=args.protocol, decoder=args.decoder,
                        amp=args.amp, keep_errors=args.worst, max_examples=0, beam_width=args.beam_width)

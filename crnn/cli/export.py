@@ -9,7 +9,8 @@ EPILOG = """examples:
   crnn-export --weights weights/crnn_vgg_small.pt --format onnx --out crnn.onnx
   crnn-export --weights runs/synth_cpu/best.pt --format torchscript --out crnn.ts.pt --width 128
 
-The graph takes images [batch, channels, height, width] normalised to [-1, 1] (pixel / 127.5 - 1) and
+The graph takes images [batch, channels, height, width] normalised to [-1, 1] (pixel / 127.5 - 1; models
+converted from other repositories may store another filter/mean/std: see the metadata "normalize") and
 returns logits [batch, time, classes] (blank = 0); batch and width are dynamic. Before the file is moved
 into place it is reloaded (TorchScript) or run with onnxruntime (ONNX) on two batch sizes and widths and
 must match PyTorch within --atol. Charset and preprocessing settings are stored inside the file

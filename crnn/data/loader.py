@@ -51,26 +51,32 @@ class TrainLoader:
 
 
 def make_transform(*, height: int, width: int, keep_ratio: bool, max_width: int, channels: int,
-                   augment: bool = False) -> ResizeNormalize:
-    """The image transform shared by training and evaluation."""
+                   augment: bool = False, interpolation: str = "bilinear", mean: float = 0.5, std: float = 0.5,
+                   pad: str = "batch") -> ResizeNormalize:
+    """The image transform shared by training and evaluation (preprocessing as in the model's data config)."""
     return ResizeNormalize(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
-                           channels=channels, augment=augment)
+                           channels=channels, augment=augment, interpolation=interpolation, mean=mean, std=std,
+                           pad=pad)
 
 
-def make_collate(charset: Charset | None, *, height: int, width: int, keep_ratio: bool, channels: int) -> Collate:
-    """Collate that pads keep-ratio batches to a multiple of 4 pixels."""
-    return Collate(charset, width_multiple=4 if keep_ratio else 1, empty_shape=(channels, height, width))
+def make_collate(charset: Charset | None, *, height: int, width: int, keep_ratio: bool, channels: int,
+                 pad: str = "batch") -> Collate:
+    """Collate that pads keep-ratio batches to a multiple of 4 pixels (edge-padded images are already equal)."""
+    multiple = 4 if keep_ratio and pad == "batch" else 1
+    return Collate(charset, width_multiple=multiple, empty_shape=(channels, height, width))
 
 
 def build_train_loader(sources: Sequence[dict[str, Any]], charset: Charset, *, height: int, width: int,
                        keep_ratio: bool, max_width: int, channels: int, batch_size: int, num_workers: int,
                        max_label_length: int | None, augment: bool, seed: int, rank: int = 0,
-                       world_size: int = 1) -> TrainLoader:
+                       world_size: int = 1, interpolation: str = "bilinear", mean: float = 0.5, std: float = 0.5,
+                       pad: str = "batch") -> TrainLoader:
     """Training loader over ``sources`` (``{"path", "ratio"}``): shuffled, sharded by rank, drop_last."""
     if not sources:
         raise DatasetError("no training sources given; set data.train to at least one dataset path")
     transform = make_transform(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
-                               channels=channels, augment=augment)
+                               channels=channels, augment=augment, interpolation=interpolation, mean=mean, std=std,
+                               pad=pad)
     parts = [open_dataset(s["path"], charset, max_label_length, transform) for s in sources]
     for src, part in zip(sources, parts):
         if len(part) == 0:
@@ -80,7 +86,7 @@ def build_train_loader(sources: Sequence[dict[str, Any]], charset: Charset, *, h
     ratios = _ratios(sources)
     common: dict[str, Any] = dict(
         num_workers=num_workers, collate_fn=make_collate(charset, height=height, width=width,
-                                                         keep_ratio=keep_ratio, channels=channels),
+                                                         keep_ratio=keep_ratio, channels=channels, pad=pad),
         pin_memory=torch.cuda.is_available(), persistent_workers=num_workers > 0,
         generator=torch.Generator().manual_seed(seed + rank))
     if ratios is None:
@@ -102,15 +108,22 @@ def build_train_loader(sources: Sequence[dict[str, Any]], charset: Charset, *, h
 
 
 def build_eval_loader(path: str, *, height: int, width: int, keep_ratio: bool, max_width: int, channels: int,
-                      batch_size: int, num_workers: int, rank: int = 0, world_size: int = 1) -> DataLoader:
+                      batch_size: int, num_workers: int, rank: int = 0, world_size: int = 1,
+                      interpolation: str = "bilinear", mean: float = 0.5, std: float = 0.5,
+                      pad: str = "batch") -> DataLoader:
     """Eval loader with raw labels; rank ``r`` reads a disjoint contiguous shard (no padding, no duplicates)."""
     transform = make_transform(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
-                               channels=channels)
+                               channels=channels, interpolation=interpolation, mean=mean, std=std, pad=pad)
     dataset = open_dataset(path, charset=None, transform=transform)
     return DataLoader(dataset, batch_size=batch_size, sampler=ShardSampler(len(dataset), rank, world_size),
                       num_workers=num_workers, drop_last=False, pin_memory=torch.cuda.is_available(),
                       collate_fn=make_collate(None, height=height, width=width, keep_ratio=keep_ratio,
-                                              channels=channels))
+                                              channels=channels, pad=pad))
+
+
+def preprocess_options(data: Any) -> dict[str, Any]:
+    """The preprocessing settings of a data config (``cfg.data``) as keyword arguments for the loaders."""
+    return {"interpolation": data.interpolation, "mean": data.mean, "std": data.std, "pad": data.pad}
 
 
 def _ratios(sources: Sequence[dict[str, Any]]) -> list[float] | None:

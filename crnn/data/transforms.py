@@ -1,5 +1,7 @@
-"""Image transforms: PIL image -> normalised float tensor ``[C, H, W]`` in ``[-1, 1]``."""
+"""Image transforms: PIL image -> normalised float tensor ``[C, H, W]`` (``[-1, 1]`` by default)."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import torch
@@ -7,55 +9,77 @@ from PIL import Image, ImageFilter
 from torchvision.transforms import v2
 
 
-class ResizeNormalize:
-    """Resize a word crop to ``height`` and normalise to ``[-1, 1]``.
+INTERPOLATIONS = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC}
+PAD_MODES = ("batch", "edge")
 
-    Fixed-width mode stretches every image to ``width``. ``keep_ratio`` keeps the aspect
-    ratio: the width becomes ``round(w * height / h)`` clamped to ``[min_width, max_width]``
-    (the collate function pads a batch to a common width). ``augment`` adds light random
-    colour/blur/affine jitter for training; leave it off for evaluation.
+
+class ResizeNormalize:
+    """Resize a word crop to ``height`` and normalise as ``(pixel / 255 - mean) / std`` (default: ``[-1, 1]``).
+
+    Fixed-width mode stretches every image to ``width``. ``keep_ratio`` keeps the aspect ratio:
+    with ``pad="batch"`` the width becomes ``round(w * height / h)`` clamped to ``[min_width, max_width]``
+    (the collate function pads a batch to a common width); with ``pad="edge"`` (clovaai's ``--PAD``)
+    it becomes ``ceil(w * height / h)`` capped at ``width`` and the image is right-padded to ``width``
+    by repeating its last column. ``interpolation`` is the resize filter (bilinear | bicubic).
+    ``augment`` adds light random colour/blur/affine jitter for training; leave it off for evaluation.
     """
 
     def __init__(self, height: int = 32, width: int = 100, keep_ratio: bool = False, max_width: int = 400,
-                 channels: int = 1, augment: bool = False, min_width: int = 8) -> None:
+                 channels: int = 1, augment: bool = False, min_width: int = 8, *, interpolation: str = "bilinear",
+                 mean: float = 0.5, std: float = 0.5, pad: str = "batch") -> None:
         if channels not in (1, 3):
             raise ValueError(f"channels must be 1 (grayscale) or 3 (RGB), got {channels}")
         if height < 1 or width < 1 or min_width < 1 or max_width < min_width:
             raise ValueError(f"bad sizes: height={height} width={width} min_width={min_width} max_width={max_width}")
+        if interpolation not in INTERPOLATIONS or pad not in PAD_MODES or not std > 0:
+            raise ValueError(f"bad preprocessing: interpolation={interpolation!r} (bilinear | bicubic), "
+                             f"pad={pad!r} (batch | edge), std={std} (> 0)")
         self.height, self.width = height, width
         self.keep_ratio, self.max_width, self.min_width = keep_ratio, max_width, min_width
         self.channels = channels
         self.mode = "L" if channels == 1 else "RGB"
         self.augment = light_augmentation() if augment else None
+        self.interpolation, self.mean, self.std, self.pad = interpolation, mean, std, pad
 
     def target_width(self, w: int, h: int) -> int:
-        """Output width for an input of size ``w x h``."""
+        """Resized width (before any edge padding) for an input of size ``w x h``."""
         if not self.keep_ratio:
             return self.width
+        if self.pad == "edge":
+            return max(1, min(self.width, math.ceil(w * self.height / h)))
         return min(self.max_width, max(self.min_width, round(w * self.height / h)))
 
     def __call__(self, img: Image.Image) -> torch.Tensor:
         img = img.convert(self.mode) if img.mode != self.mode else img
-        img = img.resize((self.target_width(*img.size), self.height), Image.BILINEAR)
+        img = img.resize((self.target_width(*img.size), self.height), INTERPOLATIONS[self.interpolation])
         if self.augment is not None:
             img = self.augment(img)
-        return to_tensor(img)
+        x = to_tensor(img, self.mean, self.std)  # (C, H, w)
+        if self.keep_ratio and self.pad == "edge" and x.shape[-1] < self.width:
+            x = torch.cat([x, x[..., -1:].expand(-1, -1, self.width - x.shape[-1])], dim=-1)  # (C, H, width)
+        return x
 
     def __repr__(self) -> str:
         size = f"keep_ratio, max_width={self.max_width}" if self.keep_ratio else f"width={self.width}"
+        if self.keep_ratio and self.pad == "edge":
+            size = f"keep_ratio, edge-padded to width={self.width}"
         return (f"ResizeNormalize(height={self.height}, {size}, channels={self.channels}, "
-                f"augment={self.augment is not None})")
+                f"{self.interpolation}, mean={self.mean}, std={self.std}, augment={self.augment is not None})")
 
 
-def to_tensor(img: Image.Image) -> torch.Tensor:
-    """PIL ``L`` or ``RGB`` image -> float32 ``[C, H, W]`` in ``[-1, 1]``.
+def to_tensor(img: Image.Image, mean: float = 0.5, std: float = 0.5) -> torch.Tensor:
+    """PIL ``L`` or ``RGB`` image -> float32 ``[C, H, W]`` as ``(pixel / 255 - mean) / std`` (default ``[-1, 1]``).
 
     The arithmetic runs in numpy: for crops this small torch's per-op (and thread-pool)
     overhead costs more than the work itself.
     """
     arr = np.asarray(img, dtype=np.float32)  # (H, W) or (H, W, C)
     arr = arr[None] if arr.ndim == 2 else arr.transpose(2, 0, 1)  # (C, H, W)
-    arr = np.ascontiguousarray(arr) * np.float32(1 / 127.5) - np.float32(1.0)
+    arr = np.ascontiguousarray(arr)
+    if mean == 0.5 and std == 0.5:  # the default, computed exactly as it always was
+        arr = arr * np.float32(1 / 127.5) - np.float32(1.0)
+    else:
+        arr = (arr / np.float32(255) - np.float32(mean)) / np.float32(std)
     return torch.from_numpy(arr)
 
 

@@ -9,7 +9,8 @@ Training checkpoint (``last.pt``/``best.pt``), all plain data so ``torch.load(we
 
 A weights file has ``kind == "weights"`` and no optimizer/scheduler/scaler/rng. Files from other projects (a bare
 state dict, plain or ``module.``-prefixed, or ``{"state_dict": ...}`` / ``{"model": ...}``) load as ``kind ==
-"state_dict"`` without config or charset.
+"state_dict"`` without config or charset; one with another CRNN repository's key names is refused by
+``check_not_foreign`` with the ``crnn-convert-ckpt --from`` command that converts it (see ``crnn.foreign``).
 """
 from __future__ import annotations
 
@@ -28,12 +29,13 @@ from torch.nn.parallel import DistributedDataParallel
 
 from crnn.charset import Charset
 from crnn.config import Config, ConfigError, config_from_dict, config_to_dict
+from crnn.foreign.detect import foreign_hint
 from crnn.model import CRNN, build_model
 
 __all__ = [
     "CheckpointError", "Checkpoint", "unwrap_model", "clean_state_dict", "add_prefix", "detect_prefix",
     "save_checkpoint", "load_checkpoint", "load_model_weights", "build_from_checkpoint", "weights_only_checkpoint",
-    "model_checkpoint", "describe_prefix", "TRAINING_STATE_KEYS",
+    "model_checkpoint", "describe_prefix", "TRAINING_STATE_KEYS", "check_not_foreign",
 ]
 
 FORMAT = "crnn"
@@ -301,10 +303,21 @@ def _mismatch_report(state: dict, expected: dict, strict: bool, variant: str | N
         parts.append(_listing("shape mismatches", shapes, limit=4))
     if not parts:
         return ""
-    if missing or unexpected or any(not s.startswith("head.") for s in shapes):
+    if unexpected and all(_is_bias_before_bn(k, expected) for k in unexpected):
+        parts.append("these are conv biases before BatchNorm, as meijieru/crnn.pytorch saves them: convert the "
+                     "original file with crnn-convert-ckpt IN OUT --from meijieru (it folds them into the BN means)")
+    elif missing or unexpected or any(not s.startswith("head.") for s in shapes):
         model = f"this {variant} model" if variant else "this model"
         parts.append(f"the checkpoint is from a different variant, hidden size, in_channels or batch_norm than {model}")
     return ". ".join(parts)
+
+
+def _is_bias_before_bn(key: str, expected: dict) -> bool:
+    """``cnn.N.bias`` where the model has no such bias and layer N + 1 is a BatchNorm (renamed meijieru weights)."""
+    parts = key.split(".")
+    if len(parts) != 3 or parts[0] != "cnn" or parts[2] != "bias" or not parts[1].isdigit():
+        return False
+    return f"cnn.{int(parts[1]) + 1}.running_mean" in expected
 
 
 def load_model_weights(
@@ -364,10 +377,18 @@ def _charset_of(ckpt: Checkpoint, charset: Charset | None) -> Charset:
         raise CheckpointError(f"{ckpt.path}: stored charset is invalid: {e}") from None
 
 
+def check_not_foreign(ckpt: Checkpoint) -> None:
+    """Raise a CheckpointError with the convert command when the weights use another repository's key names."""
+    hint = foreign_hint(ckpt.model_state, ckpt.container, ckpt.path) if ckpt.container != "crnn" else ""
+    if hint:
+        raise CheckpointError(hint)
+
+
 def build_from_checkpoint(
     ckpt: Checkpoint, device: str | torch.device = "cpu", config: Config | None = None, charset: Charset | None = None
 ) -> tuple[CRNN, Charset, Config]:
     """Rebuild the model from the checkpoint's own config + charset (fallbacks for bare state dicts), eval mode."""
+    check_not_foreign(ckpt)
     cfg = _config_of(ckpt, config)
     cs = _charset_of(ckpt, charset)
     if ckpt.num_classes is not None and ckpt.num_classes != cs.num_classes:

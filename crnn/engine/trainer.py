@@ -23,8 +23,8 @@ from crnn.charset import Charset
 from crnn.config import Config, config_to_dict, dump_config
 from crnn.engine import distributed as D
 from crnn.engine.autotune import choose_amp
-from crnn.engine.checkpoint import (CheckpointError, load_checkpoint, load_model_weights, model_checkpoint,
-                                    save_checkpoint, unwrap_model)
+from crnn.engine.checkpoint import (CheckpointError, check_not_foreign, load_checkpoint, load_model_weights,
+                                    model_checkpoint, save_checkpoint, unwrap_model)
 from crnn.engine.evaluate import EvalResult, autocast_context, evaluate
 from crnn.loss import ctc_loss
 from crnn.metrics import (describe_protocol, format_rates, ljust_display, normalize_text, protocol_warning,
@@ -117,11 +117,11 @@ def prepare_data(cfg: Config) -> None:
 def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
     """Training loader (sharded under DDP) and named validation loaders."""
     from crnn.data.datasets import DatasetError
-    from crnn.data.loader import build_eval_loader, build_train_loader
+    from crnn.data.loader import build_eval_loader, build_train_loader, preprocess_options
 
     d = cfg.data
     geom = dict(height=d.height, width=d.width, keep_ratio=d.keep_ratio, max_width=d.max_width,
-                channels=cfg.model.in_channels)
+                channels=cfg.model.in_channels, **preprocess_options(d))
     try:
         train = build_train_loader(d.train, charset, **geom, batch_size=d.batch_size, num_workers=d.num_workers,
                                    max_label_length=d.max_label_length, augment=d.augment, seed=cfg.train.seed,
@@ -158,6 +158,7 @@ def build_training_model(cfg: Config, charset: Charset, rt: Runtime) -> tuple[nn
     if t.init_weights:
         try:
             ck = load_checkpoint(t.init_weights)
+            check_not_foreign(ck)
             load_model_weights(model, ck.model_state, strict=True)
         except CheckpointError as e:
             raise TrainingError(_checkpoint_problem("train.init_weights", t.init_weights, e)) from None

@@ -1,0 +1,89 @@
+"""What every foreign-checkpoint module shares: the result type, the error type, renaming and checking keys."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn as nn
+
+from crnn.foreign.detect import SOURCES
+
+__all__ = ["ForeignFormatError", "Imported", "need", "rename", "check_fits", "conv_bn_layers"]
+
+
+class ForeignFormatError(ValueError):
+    """A foreign checkpoint that cannot be represented or read (one line naming the key and why)."""
+
+
+@dataclass
+class Imported:
+    """A foreign state dict turned into ours: plain crnn keys, the model shape and the preprocessing it needs."""
+
+    state: dict[str, torch.Tensor]
+    variant: str
+    in_channels: int
+    hidden: int
+    num_classes: int
+    data: dict[str, Any]  # data-config settings: width, interpolation, mean, std, keep_ratio, pad, max_width
+    notes: list[str] = field(default_factory=list)  # what was changed on the way (folded biases, fused layers)
+
+
+def need(state: dict[str, torch.Tensor], key: str, source: str) -> torch.Tensor:
+    """``state[key]``, or a ForeignFormatError saying the file is not that repository's CRNN."""
+    if key not in state:
+        raise ForeignFormatError(f"no {key} in the file: not a {SOURCES[source]} CRNN checkpoint")
+    return state[key]
+
+
+def rename(state: dict[str, torch.Tensor], prefixes: list[tuple[str, str]], source: str
+           ) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """Rename keys by prefix ``(theirs, ours)``; returns (renamed state, our key -> their key) for messages."""
+    out: dict[str, torch.Tensor] = {}
+    origin: dict[str, str] = {}
+    for key, value in state.items():
+        match = next(((t, o) for t, o in prefixes if key.startswith(t)), None)
+        if match is None:
+            raise ForeignFormatError(f"unexpected key {key}: not part of {SOURCES[source]}'s CRNN as crnn imports it")
+        new = match[1] + key[len(match[0]):]
+        out[new], origin[new] = value, key
+    return out, origin
+
+
+def _shape(t: torch.Tensor | torch.Size) -> str:
+    return "[" + ", ".join(map(str, tuple(t))) + "]"
+
+
+def check_fits(state: dict[str, torch.Tensor], template: dict[str, torch.Tensor], origin: dict[str, str],
+               source: str, why: str) -> None:
+    """Every template key present with the template's shape; else one line naming the foreign key and ``why``."""
+    for key, want in template.items():
+        if key not in state:
+            raise ForeignFormatError(f"the file has no weights for {key} (expected from {SOURCES[source]}); "
+                                     "it is not a complete checkpoint of that network")
+        if state[key].shape != want.shape:
+            theirs = origin.get(key, key)
+            raise ForeignFormatError(f"{theirs} has shape {_shape(state[key].shape)} where crnn needs "
+                                     f"{_shape(want.shape)}: {why}")
+    extra = [k for k in state if k not in template]
+    if extra:
+        raise ForeignFormatError(f"unexpected key {origin.get(extra[0], extra[0])}: no place for it in crnn's model")
+
+
+def conv_bn_layers(cnn: nn.Sequential) -> list[tuple[int, int, int | None]]:
+    """``(i, conv index, BN index or None)`` for the i-th Conv2d of a backbone, in order."""
+    found: list[tuple[int, int, int | None]] = []
+    children = list(cnn)
+    for j, layer in enumerate(children):
+        if isinstance(layer, nn.Conv2d):
+            bn = j + 1 if j + 1 < len(children) and isinstance(children[j + 1], nn.BatchNorm2d) else None
+            found.append((len(found), j, bn))
+    return found
+
+
+def fill_batches_tracked(state: dict[str, torch.Tensor], template: dict[str, torch.Tensor]) -> bool:
+    """Add ``num_batches_tracked = 0`` where the template has it and the file does not (torch < 0.4.1 files)."""
+    missing = [k for k in template if k.endswith(".num_batches_tracked") and k not in state]
+    for key in missing:
+        state[key] = torch.zeros((), dtype=torch.long)
+    return bool(missing)
