@@ -305,7 +305,7 @@ def _final_metrics(cfg: Config, last: Path) -> dict[str, dict[str, float]]:
 
 
 def evaluate(data: str | os.PathLike | Sequence[str | os.PathLike], weights: str | os.PathLike | None = None, *,
-             protocol: str = "alnum-insensitive", decoder: str = "greedy", beam_width: int = 10,
+             protocol: str = "auto", decoder: str = "greedy", beam_width: int = 10,
              batch_size: int = 64, workers: int = 1, worst: int = 5, device: str = "auto", amp: str = "off",
              config: str | os.PathLike | None = None, charset: str | None = None) -> dict:
     """Evaluate ``weights`` (None = the shipped model) on labelled data; returns what ``crnn-eval --json`` prints.
