@@ -83,6 +83,15 @@ def broadcast_object(obj: object, src: int = 0) -> object:
     return box[0]
 
 
+def all_gather_object(obj: object) -> list:
+    """Every rank's picklable ``obj``, in rank order (``[obj]`` without a process group)."""
+    if not is_dist():
+        return [obj]
+    out: list = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out
+
+
 @contextmanager
 def main_process_first(local: bool = True) -> Iterator[None]:
     """Run the body on (local) rank 0 first while the other ranks wait, then on the others.

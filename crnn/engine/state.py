@@ -5,14 +5,16 @@ import logging
 import os
 import random
 import re
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from crnn.config import Config, dump_config
-from crnn.engine.checkpoint import CheckpointError, load_checkpoint, load_model_weights, model_checkpoint, \
-    save_checkpoint
+from crnn.engine import distributed as D
+from crnn.engine.checkpoint import Checkpoint, CheckpointError, load_checkpoint, load_model_weights, \
+    model_checkpoint, save_checkpoint
 from crnn.engine.runtime import Runtime, TrainingError
 
 log = logging.getLogger("crnn")
@@ -61,25 +63,98 @@ def save_training_checkpoint(path: Path, model, cfg, charset, opt, sched, scaler
     save_checkpoint(ck, path)
 
 
-def resume_path(cfg: Config, rt: Runtime) -> Path | None:
-    """The checkpoint to resume from: explicit path, ``auto`` (last.pt if present), or none."""
+# ----------------------------------------------------------------------------- one decision for every rank
+@dataclass
+class Sighting:
+    """What one rank sees of a checkpoint path on its own disk."""
+
+    host: str
+    path: str
+    status: str  # absent | ok | unreadable
+    step: int = -1
+
+
+def look_at(path: str | Path | None, read_step: bool) -> Sighting:
+    """Whether ``path`` exists here and (with ``read_step``) which step it holds, reading only the pickle (mmap)."""
+    host = socket.gethostname()
+    if not path or not Path(path).is_file():
+        return Sighting(host, str(path or ""), "absent")
+    if not read_step:
+        return Sighting(host, str(path), "ok")
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        step = obj["step"] if obj.get("kind") == "training" and isinstance(obj.get("step"), int) else None
+    except Exception:  # damaged or foreign: the rank that loads it reports what is wrong, by name
+        step = None
+    return Sighting(host, str(path), "unreadable" if step is None else "ok", -1 if step is None else step)
+
+
+def choose_source(seen: list[Sighting], newest: bool) -> int | None:
+    """The rank whose checkpoint every rank uses (None: nobody has one).
+
+    ``newest``: the highest step wins (an unreadable file wins too, so that its error is reported rather than silently
+    starting over), ties go to the lowest rank. Otherwise the lowest rank that has the file, else rank 0 (whose load
+    then reports the missing file)."""
+    have = [r for r, s in enumerate(seen) if s.status != "absent"]
+    if not newest:
+        return have[0] if have else 0
+    if not have:
+        return None
+    return max(have, key=lambda r: (seen[r].status == "unreadable", seen[r].step, -r))
+
+
+def shared_checkpoint(key: str, path: str | Path | None, rt: Runtime, newest: bool = False) -> Checkpoint | None:
+    """Load the checkpoint that the whole group agrees on, on one rank, and send it to every other rank.
+
+    Every rank says what it sees at ``path`` (output folders need not be shared between machines); one rank loads the
+    chosen file and broadcasts it, or broadcasts the one-line problem, which every rank then raises as a
+    CheckpointError. Never two ranks at different steps."""
+    seen = D.all_gather_object(look_at(path, read_step=newest))
+    src = choose_source(seen, newest)
+    if src is None:
+        return None
+    payload: Checkpoint | str | None = None
+    if rt.rank == src:
+        try:
+            payload = load_checkpoint(seen[src].path)
+        except CheckpointError as e:
+            where = f" (on host {seen[src].host}, rank {src})" if rt.world_size > 1 else ""
+            payload = f"{e}{where}"
+    payload = D.broadcast_object(payload, src)
+    if isinstance(payload, str):
+        raise CheckpointError(payload)
+    mine = seen[rt.rank]
+    if rt.world_size > 1 and rt.rank != src and (mine.status, mine.step) != (seen[src].status, seen[src].step):
+        have = "no such file" if mine.status == "absent" else f"{mine.status}, step {mine.step}"
+        log.warning("rank %d on %s: %s=%s here has %s; following rank %d's %s on %s%s (sent over the network)",
+                    rt.rank, mine.host, key, mine.path, have, src, seen[src].path, seen[src].host,
+                    f" at step {payload.step}" if payload.step is not None else "")
+    return payload
+
+
+def resume_checkpoint(cfg: Config, rt: Runtime) -> Checkpoint | None:
+    """The checkpoint the group resumes from: explicit path, ``auto`` (the newest last.pt any rank sees), or none."""
     r = cfg.train.resume or ("auto" if rt.mode == "ddp" else "none")
     if r == "none":
         return None
-    if r == "auto":
-        p = Path(cfg.train.output_dir) / "last.pt"
-        return p if p.is_file() else None
-    if not Path(r).is_file():
-        raise TrainingError(f"train.resume={r}: file not found (use train.resume=auto to continue the output folder)")
-    return Path(r)
-
-
-def restore(path: Path, model, opt, sched, scaler, cfg: Config) -> TrainState:
-    """Load a training checkpoint into model/optimizer/scheduler/scaler and return its counters."""
+    auto = r == "auto"
+    path = Path(cfg.train.output_dir) / "last.pt" if auto else Path(r)
     try:
-        ck = load_checkpoint(str(path))
-        if ck.kind != "training":
-            raise TrainingError(f"{path} holds weights only; use train.init_weights={path} to start from it")
+        if not auto and not any(s.status == "ok" for s in D.all_gather_object(look_at(path, False))):
+            raise TrainingError(f"train.resume={r}: file not found (use train.resume=auto to continue the output "
+                                "folder)")
+        return shared_checkpoint("train.resume", path, rt, newest=auto)
+    except CheckpointError as e:
+        raise TrainingError(_checkpoint_problem("train.resume", path, e) + "; resume from another checkpoint "
+                            "(e.g. best.pt) with train.resume=PATH, or start afresh with train.resume=none") from None
+
+
+def restore(ck: Checkpoint, model, opt, sched, scaler, cfg: Config) -> TrainState:
+    """Load a training checkpoint into model/optimizer/scheduler/scaler and return its counters."""
+    path = ck.path
+    if ck.kind != "training":
+        raise TrainingError(f"{path} holds weights only; use train.init_weights={path} to start from it")
+    try:
         load_model_weights(model, ck.model_state, strict=True)
     except CheckpointError as e:
         raise TrainingError(_checkpoint_problem("train.resume", path, e) + "; resume from another checkpoint "

@@ -20,13 +20,14 @@ from crnn.charset import Charset
 from crnn.config import Config, dump_config
 from crnn.engine import distributed as D
 from crnn.engine.autotune import choose_amp
-from crnn.engine.checkpoint import CheckpointError, load_checkpoint, load_model_weights, unwrap_model
+from crnn.engine.checkpoint import CheckpointError, load_model_weights, unwrap_model
 from crnn.engine.evaluate import autocast_context, evaluate
 from crnn.engine.optim import build_optimizer, build_scaler, build_scheduler, lr_factor  # noqa: F401 (re-exported)
 from crnn.engine.reporting import Meter, StopFlag, _fmt_time, log_validation, open_tensorboard
 from crnn.engine.runtime import Runtime, TrainingError, seed_everything, setup_logging, setup_runtime
 from crnn.engine.state import (TrainState, _checkpoint_problem, check_output_dir, create_output_dir,
-                               remove_stale_temporaries, restore, resume_path, save_training_checkpoint)
+                               remove_stale_temporaries, restore, resume_checkpoint, save_training_checkpoint,
+                               shared_checkpoint)
 from crnn.loss import ctc_loss
 from crnn.model import build_model, count_parameters
 
@@ -89,7 +90,7 @@ def build_training_model(cfg: Config, charset: Charset, rt: Runtime) -> tuple[nn
     model = build_model(m.variant, m.in_channels, charset.num_classes, m.hidden or None, m.batch_norm)
     if t.init_weights:
         try:
-            ck = load_checkpoint(t.init_weights)
+            ck = shared_checkpoint("train.init_weights", t.init_weights, rt)
             load_model_weights(model, ck.model_state, strict=True)
         except CheckpointError as e:
             raise TrainingError(_checkpoint_problem("train.init_weights", t.init_weights, e)) from None
@@ -257,9 +258,10 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
         check_label_length(cfg, bare)
     opt, scaler = build_optimizer(cfg, model), build_scaler(cfg, rt)
     sched = build_scheduler(cfg, opt)
-    rp = resume_path(cfg, rt)
-    if rp is not None:
-        vars(st).update(vars(restore(rp, model, opt, sched, scaler, cfg)))
+    ck = resume_checkpoint(cfg, rt)  # one decision for the whole group, sent to every rank
+    if ck is not None:
+        vars(st).update(vars(restore(ck, model, opt, sched, scaler, cfg)))
+        del ck
         if rt.rank > 0:
             seed_everything(t.seed + 1000 * rt.rank + st.step)
     if rt.main:  # only now that the data, model and checkpoint were accepted: a bad input leaves nothing behind

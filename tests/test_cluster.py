@@ -1,0 +1,116 @@
+"""Clusters: two torchrun agents on 127.0.0.1 acting as two machines (c10d rendezvous), each with its own output folder;
+the resume decision made once for the whole group; the group rules for choosing whose checkpoint wins.
+
+The multi-process cases start real torchrun agents on the CPU (gloo) and are marked slow.
+"""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from crnn.engine.state import Sighting, choose_source, look_at
+from tests.conftest import REPO
+
+TINY = ["model.variant=vgg_small", "data.batch_size=4", "data.num_workers=0", "train.amp=off", "train.log_every=1",
+        "train.warmup_steps=0", "train.tensorboard=false", "train.show_predictions=0", "train.val_every=0",
+        "data.val=[]", "train.save_every=1000"]
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "PYTHON": sys.executable}
+STEP_LINE = re.compile(r"^\[crnn\] step (\d+)/\d+ ", re.M)
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now (127.0.0.1)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _agent(out: Path, train: Path, port: int, *extra: str, run_id: str = "t") -> list[str]:
+    """One torchrun agent = one 'machine' of a two-machine group with one worker, c10d rendezvous on 127.0.0.1."""
+    return [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1", "--max-restarts=0",
+            "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", f"--rdzv_id={run_id}",
+            "-m", "crnn.cli.train", f"data.train=[{{path: {train}}}]", f"train.output_dir={out}", *TINY, *extra]
+
+
+def _two_nodes(cmds: list[list[str]], timeout: float = 150) -> list[tuple[int, str]]:
+    """Run both agents at once; (return code, merged output) of each."""
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, cwd=REPO,
+                              start_new_session=True) for c in cmds]
+    try:
+        outs = [p.communicate(timeout=timeout)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    return [(p.returncode, o) for p, o in zip(procs, outs)]
+
+
+def _step(path: Path) -> int:
+    return torch.load(path, map_location="cpu", weights_only=True)["step"] if path.is_file() else -1
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_two_nodes_with_unshared_output_folders_resume_together(tmp_path, words_lmdb):
+    """First sitting stops at step 3 (train.stop_after); the relaunch resumes both ranks at 3 and finishes at 6,
+    although only one machine's folder holds last.pt (rank 0 sends it to the other)."""
+    a, b = tmp_path / "node_a", tmp_path / "node_b"
+    port = free_port()
+    first = _two_nodes([_agent(o, words_lmdb, port, "train.steps=6", "train.stop_after=3", run_id="first")
+                        for o in (a, b)])
+    assert [rc for rc, _ in first] == [0, 0], first[0][1][-3000:] + first[1][1][-3000:]
+    steps = sorted([_step(a / "last.pt"), _step(b / "last.pt")])
+    assert steps == [-1, 3], steps  # only rank 0's machine wrote a checkpoint
+
+    port = free_port()
+    second = _two_nodes([_agent(o, words_lmdb, port, "train.steps=6", run_id="second") for o in (a, b)])
+    assert [rc for rc, _ in second] == [0, 0], second[0][1][-3000:] + second[1][1][-3000:]
+    log = second[0][1] + second[1][1]
+    assert re.search(r"resumed from \S+last\.pt at step 3 ", log), log[-3000:]
+    assert len(re.findall(r"rank \d on \S+: train\.resume=\S+ here has no such file; following rank \d's \S+ on "
+                          r"\S+ at step 3", log)) == 1, log[-3000:]
+    assert sorted(int(s) for s in STEP_LINE.findall(log)) == [4, 5, 6]  # rank 0 logged only the steps after 3
+    assert max(_step(a / "last.pt"), _step(b / "last.pt")) == 6
+
+
+
+def _seen(*states: str) -> list[Sighting]:
+    """Sightings from "absent" / "bad" / a step number, one per rank."""
+    out = []
+    for s in states:
+        status = {"absent": "absent", "bad": "unreadable"}.get(s, "ok")
+        out.append(Sighting("h", "p", status, int(s) if status == "ok" else -1))
+    return out
+
+
+@pytest.mark.parametrize("states, newest, source", [
+    (("absent", "3"), True, 1),        # only the second machine's folder has last.pt: everybody follows it
+    (("3", "3"), True, 0),             # a shared folder: rank 0
+    (("2", "5"), True, 1),             # the newest wins
+    (("bad", "5"), True, 0),           # a damaged file is reported, never silently skipped
+    (("absent", "absent"), True, None),  # nothing to resume: a fresh start on every rank
+    (("absent", "3"), False, 1),       # an explicit file (train.resume=PATH, init_weights): whoever has it
+    (("absent", "absent"), False, 0),  # nobody: rank 0 loads it and reports the missing file
+])
+def test_one_rank_is_chosen_for_the_whole_group(states, newest, source):
+    assert choose_source(_seen(*states), newest) == source
+
+
+def test_look_at_reads_only_the_step(tmp_path):
+    from crnn.engine.checkpoint import save_checkpoint
+
+    good, bad = tmp_path / "last.pt", tmp_path / "bad.pt"
+    save_checkpoint({"format": "crnn", "kind": "training", "step": 7, "model": {"w": torch.zeros(2)}}, good)
+    bad.write_bytes(b"not a checkpoint")
+    assert (look_at(good, True).status, look_at(good, True).step) == ("ok", 7)
+    assert look_at(bad, True).status == "unreadable" and look_at(bad, False).status == "ok"
+    assert look_at(tmp_path / "none.pt", True).status == "absent" and look_at("", True).status == "absent"
+    assert look_at(good, True).host == socket.gethostname()
