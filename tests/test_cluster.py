@@ -47,10 +47,28 @@ def _two_nodes(cmds: list[list[str]], timeout: float = 150) -> list[tuple[int, s
         outs = [p.communicate(timeout=timeout)[0] for p in procs]
     finally:
         for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
+            _kill_tree(p)
     return [(p.returncode, o) for p, o in zip(procs, outs)]
+
+
+def _descendants(pid: int) -> list[int]:
+    """Child processes of ``pid``, recursively (pgrep -P)."""
+    kids = [int(k) for k in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()]
+    return kids + [g for k in kids for g in _descendants(k)]
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL what is left of a process this test started and of its descendants (torchrun workers run in their own
+    process groups), then collect it."""
+    import signal
+
+    if proc.poll() is None:
+        for pid in [*_descendants(proc.pid), proc.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    proc.communicate()
 
 
 def _step(path: Path) -> int:
@@ -114,3 +132,63 @@ def test_look_at_reads_only_the_step(tmp_path):
     assert look_at(bad, True).status == "unreadable" and look_at(bad, False).status == "ok"
     assert look_at(tmp_path / "none.pt", True).status == "absent" and look_at("", True).status == "absent"
     assert look_at(good, True).host == socket.gethostname()
+
+
+def _node(out: Path, train: Path, port: int, join_s: int, *extra: str) -> subprocess.Popen:
+    """scripts/train_ddp.sh as one of two machines (NNODES=2, c10d on 127.0.0.1:port), in its own session."""
+    env = {**ENV, "NNODES": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RDZV_ID": "kill"}
+    cmd = ["bash", str(REPO / "scripts/train_ddp.sh"), "--nproc", "1", "--max-restarts", "1", "--join-timeout",
+           str(join_s), f"data.train=[{{path: {out.parent / 'words.lmdb'}}}]", f"train.output_dir={out}", *TINY,
+           *extra]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO,
+                            start_new_session=True)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_killed_machine_ends_the_survivor_within_the_join_time_then_both_resume(tmp_path, words_lmdb):
+    """kill -9 of one machine (agent + worker) mid-run: the other gives up within the join time with one line naming
+    the lost machine, without tracebacks; relaunching both resumes from last.pt (and goes on: 2 more steps here)."""
+    import shutil
+    import signal
+    import time
+
+    shutil.copytree(words_lmdb, tmp_path / "words.lmdb")
+    a, b, join_s, steps = tmp_path / "node_a", tmp_path / "node_b", 8, 400
+    port = free_port()
+    run = ("train.steps=%d" % steps, "train.save_every=2")
+    survivor = _node(a, words_lmdb, port, join_s, *run)
+    time.sleep(2)  # the first machine hosts the rendezvous store
+    victim = _node(b, words_lmdb, port, join_s, *run)
+    try:
+        deadline = time.monotonic() + 180
+        while max(_step(a / "last.pt"), _step(b / "last.pt")) < 4:
+            assert survivor.poll() is None and victim.poll() is None, "training ended before the kill"
+            assert time.monotonic() < deadline, "no checkpoint at step 4"
+            time.sleep(0.1)
+        for pid in [victim.pid, *_descendants(victim.pid)]:  # the machine dies: its agent and its worker
+            os.kill(pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        log = survivor.communicate(timeout=join_s + 120)[0]
+        took = time.monotonic() - killed_at
+    finally:
+        for p in (survivor, victim):
+            _kill_tree(p)
+    assert survivor.returncode != 0 and "Traceback" not in log, log[-4000:]
+    lines = [ln for ln in log.splitlines() if ln.startswith("train_ddp.sh: gave up")]
+    assert len(lines) == 1 and f"(agent pid {victim.pid})" in lines[0] and "lost machine(s): " in lines[0], log[-4000:]
+    assert "waiting for 2 machine(s) to join" in log
+    assert took < join_s + 60, took  # bounded by the join time (plus failure detection on a loaded machine)
+    stopped = max(_step(a / "last.pt"), _step(b / "last.pt"))
+    assert stopped >= 4
+
+    port = free_port()
+    procs = [_node(o, words_lmdb, port, 60, *run, "train.stop_after=2") for o in (a, b)]
+    try:
+        logs = [p.communicate(timeout=240)[0] for p in procs]
+    finally:
+        for p in procs:
+            _kill_tree(p)
+    assert [p.returncode for p in procs] == [0, 0], logs[0][-3000:] + logs[1][-3000:]
+    assert re.search(rf"resumed from \S+last\.pt at step {stopped} ", logs[0] + logs[1])
+    assert max(_step(a / "last.pt"), _step(b / "last.pt")) == stopped + 2

@@ -75,7 +75,7 @@ def load_or_build(lmdb_dir: str, fingerprint: dict, build: Callable[[], LabelInd
     ident = lmdb_identity(lmdb_dir)
     dirs = cache_dirs(lmdb_dir)
     for d in dirs:
-        found = _read(d / f"crnn-index-{key}", ident)
+        found = _read(d / f"crnn-index-{key}", ident, quiet=True)
         if found is not None:
             return found
     target = next((d for d in dirs if _writable(d)), None)
@@ -122,13 +122,14 @@ def _exclusive(lock_path: Path, what: str) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _read(stem: Path, ident: dict) -> LabelIndex | None:
+def _read(stem: Path, ident: dict, quiet: bool = False) -> LabelIndex | None:
     """The cache at ``stem`` when it is complete and was built from this very LMDB (else None, stale logged)."""
     meta_path, npy = stem.with_suffix(".json"), stem.with_suffix(".npy")
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if meta.get("lmdb") != ident:
-            log.info("%s is stale (data.mdb changed since it was built); rebuilding it", meta_path)
+            if not quiet:
+                log.info("%s is stale (data.mdb changed since it was built); rebuilding it", meta_path)
             return None
         if npy.stat().st_size != meta["npy_bytes"]:
             return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import os
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -211,3 +212,110 @@ def wrap_ddp(model: torch.nn.Module, device: torch.device, model_parallel: bool,
 def convert_sync_bn(model: torch.nn.Module) -> torch.nn.Module:
     """Replace BatchNorm layers by SyncBatchNorm (CUDA + process group only)."""
     return torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+
+
+# ---------------------------------------------------------------------------------------------- the launcher
+class LaunchError(RuntimeError):
+    """The torchrun agent gave up (a machine is missing, the rendezvous store is gone): one line says which and why."""
+
+
+def _node_name(node: object) -> str:
+    """A rendezvous participant as ``host (agent pid N)``."""
+    return f"{getattr(node, 'addr', node)} (agent pid {getattr(node, 'pid', '?')})"
+
+
+def _participants(handler: object, alive_only: bool = True) -> list:
+    """The machines in ``handler``'s rendezvous round whose heartbeat is recent (a snapshot; read from another thread).
+
+    A machine that died stays listed until torch notices (3 missed heartbeats); one whose last heartbeat is older than
+    1.5 heartbeat intervals is taken as gone here already.
+    """
+    try:
+        state, settings = handler._state_holder.state, handler._settings  # type: ignore[attr-defined]
+        nodes = sorted(list(state.participants))
+        beats = dict(state.last_heartbeats)
+    except (AttributeError, RuntimeError, TypeError):
+        return []
+    if not alive_only:
+        return nodes
+    cutoff = datetime.datetime.now(datetime.timezone.utc) - settings.keep_alive_interval * 1.5
+    return [n for n in nodes if n == handler._this_node or beats.get(n, cutoff) > cutoff]  # type: ignore[attr-defined]
+
+
+def watch_rendezvous(join_timeout_s: int, say) -> None:
+    """Make torchrun's c10d rendezvous say who it waits for and name the machines missing when it gives up.
+
+    While an agent waits to (re-)form the group it prints a line every ``join_timeout_s / 6`` seconds (at most 30);
+    when the join time runs out, a :class:`LaunchError` names the machines of the last complete round that did not
+    come back (or how many never joined at the first start).
+    """
+    import threading
+
+    from torch.distributed.elastic.rendezvous import RendezvousTimeoutError
+    from torch.distributed.elastic.rendezvous import dynamic_rendezvous as dr
+
+    original = dr.DynamicRendezvousHandler.next_rendezvous
+    last_round: list = []
+
+    def next_rendezvous(self):
+        done, need = threading.Event(), self._settings.min_nodes
+        t0 = time.monotonic()
+
+        def report() -> None:
+            while not done.wait(min(30.0, max(join_timeout_s / 6, 2.0))):
+                have = _participants(self)
+                say(f"waiting for {need} machine(s) to join ({len(have)} so far: "
+                    f"{', '.join(map(_node_name, have)) or 'none'}); giving up after {join_timeout_s} s "
+                    f"({int(time.monotonic() - t0)} s waited)")
+
+        threading.Thread(target=report, daemon=True).start()
+        try:
+            info = original(self)
+        except RendezvousTimeoutError:
+            have = _participants(self)
+            lost = [n for n in last_round if n not in have and n != self._this_node]
+            if not lost:  # not yet declared dead: name every other machine of the last round
+                lost = [n for n in last_round if n != self._this_node]
+            who = (f"lost machine(s): {', '.join(map(_node_name, lost))}" if lost else
+                   f"{max(need - len(have), 1)} of {need} machine(s) never joined")
+            raise LaunchError(f"gave up after the join time ({join_timeout_s} s) waiting for the group to form; "
+                              f"{who}; start (or restart) the training command on every machine, it resumes from "
+                              "last.pt") from None
+        finally:
+            done.set()
+        last_round[:] = _participants(self, alive_only=False)
+        return info
+
+    dr.DynamicRendezvousHandler.next_rendezvous = next_rendezvous
+
+
+def run_torchrun(argv: list[str], join_timeout_s: int, say) -> int:
+    """torchrun with a bounded, reported join time; failures and signals become one line and an exit code."""
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.elastic.rendezvous import RendezvousError
+    from torch.distributed.run import main as torchrun_main
+
+    watch_rendezvous(join_timeout_s, say)
+    try:
+        torchrun_main([f"--rdzv_conf=join_timeout={join_timeout_s}", *argv])
+    except SignalException as e:
+        say(f"stopped by {e.sigval.name}; run the same command again to resume from last.pt")
+        return 128 + int(e.sigval)
+    except KeyboardInterrupt:
+        say("interrupted; run the same command again to resume from last.pt")
+        return 130
+    except LaunchError as e:
+        say(str(e))
+        return 1
+    except RendezvousError as e:
+        say(f"the rendezvous failed ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no detail'}); "
+            "check --rdzv-endpoint / MASTER_ADDR:MASTER_PORT is reachable from every machine, then restart")
+        return 1
+    except ChildFailedError as e:
+        failures = e.failures
+        first = failures[min(failures)] if failures else None
+        say(f"training failed (rank {first.rank if first else '?'}, exit code {first.exitcode if first else '?'}); "
+            "its error line is above")
+        return 1
+    return 0
