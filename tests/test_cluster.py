@@ -192,3 +192,54 @@ def test_killed_machine_ends_the_survivor_within_the_join_time_then_both_resume(
     assert [p.returncode for p in procs] == [0, 0], logs[0][-3000:] + logs[1][-3000:]
     assert re.search(rf"resumed from \S+last\.pt at step {stopped} ", logs[0] + logs[1])
     assert max(_step(a / "last.pt"), _step(b / "last.pt")) == stopped + 2
+
+
+def test_lmdb_leftovers_of_another_host_are_never_removed(tmp_path):
+    """Temporary folders carry the host name: a dead pid of another machine (shared folder) is not ours to clean."""
+    from crnn.data.lmdb_io import _host, remove_abandoned_writes
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)
+    mine, theirs = tmp_path / f"s.lmdb.tmp-{_host()}-{pid}", tmp_path / f"s.lmdb.tmp-other-node-7-{pid}"
+    for d in (mine, theirs):
+        d.mkdir()
+    assert remove_abandoned_writes(str(tmp_path / "s.lmdb")) == [mine.name]
+    assert theirs.exists() and not mine.exists()
+
+
+GEN_WRAPPER = """
+import os, sys, time
+import crnn.data.synth as S
+orig = S.generate_lmdb
+def generate_lmdb(out, num, *a, **k):
+    with open(os.environ["GEN_LOG"], "a") as f:
+        f.write(os.environ["RANK"] + "\\n")
+    time.sleep(1)  # long enough for a second generator to show up if the others did not wait
+    return orig(out, num, *a, **k)
+S.generate_lmdb = generate_lmdb
+from crnn.cli.train import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_synthetic_data_is_generated_once_per_cluster(tmp_path):
+    """Two machines (one worker each) asking for the same missing synthetic LMDB: one process writes it."""
+    script, gen_log = tmp_path / "gen.py", tmp_path / "generated.txt"
+    script.write_text(GEN_WRAPPER)
+    port, data = free_port(), tmp_path / "synth" / "train.lmdb"
+    cmds = [[*_agent(tmp_path / f"run_{i}", data, port, "train.steps=1", "data.synth_num=32",
+                     "data.synth_workers=1", run_id="gen")] for i in range(2)]
+    for c in cmds:  # run the wrapper instead of the module
+        c[c.index("-m", 3):c.index("-m", 3) + 2] = [str(script)]
+    env_backup = dict(ENV)
+    ENV["GEN_LOG"] = str(gen_log)
+    try:
+        res = _two_nodes(cmds)
+    finally:
+        ENV.clear()
+        ENV.update(env_backup)
+    assert [rc for rc, _ in res] == [0, 0], res[0][1][-3000:] + res[1][1][-3000:]
+    assert gen_log.read_text().split() == ["0"]  # rank 0 only, once
+    assert not [p for p in data.parent.iterdir() if ".tmp-" in p.name]

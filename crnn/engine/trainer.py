@@ -36,7 +36,8 @@ log = logging.getLogger("crnn")
 
 # ----------------------------------------------------------------------------- data
 def prepare_data(cfg: Config) -> None:
-    """Generate synthetic LMDBs that the config names but that do not exist yet (runs on local rank 0 first)."""
+    """Generate synthetic LMDBs that the config names but that do not exist yet (the same data from the same seed
+    wherever it runs; :func:`fit` runs it on rank 0 first, then on each machine's local rank 0)."""
     jobs = [(s["path"], cfg.data.synth_num, cfg.data.synth_seed) for s in cfg.data.train]
     jobs += [(p, cfg.data.synth_val_num, cfg.data.synth_seed + 10_000_019) for p in cfg.data.val]
     for path, num, seed in jobs:
@@ -248,7 +249,10 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
         log.info("mode: %s on %s (world size %d)", rt.mode, rt.device, rt.world_size)
     D.barrier()
     charset = Charset.from_spec(cfg.model.charset, cfg.model.lowercase, cfg.model.unknown)
-    with D.main_process_first(local=True):
+    with D.main_process_first(local=False):  # one process of the whole cluster generates; every other rank waits
+        if rt.main:
+            prepare_data(cfg)
+    with D.main_process_first(local=True):  # a machine that cannot see rank 0's files (unshared disks) makes its own
         prepare_data(cfg)
     train_loader, vals = build_loaders(cfg, charset, rt)
     model, bare = build_training_model(cfg, charset, rt)
