@@ -243,3 +243,87 @@ def test_synthetic_data_is_generated_once_per_cluster(tmp_path):
     assert [rc for rc, _ in res] == [0, 0], res[0][1][-3000:] + res[1][1][-3000:]
     assert gen_log.read_text().split() == ["0"]  # rank 0 only, once
     assert not [p for p in data.parent.iterdir() if ".tmp-" in p.name]
+
+
+@pytest.mark.parametrize("nodelist, first", [("gpu[07-09,12],cpu3", "gpu07"), ("a,b", "a"), ("node5", "node5"),
+                                             ("n[1-2]", "n1"), ("localhost", "localhost")])
+def test_first_slurm_host(nodelist, first):
+    from crnn.engine.distributed import first_slurm_host
+
+    assert first_slurm_host(nodelist) == first
+
+
+def test_slurm_variables_become_ranks():
+    from crnn.engine.distributed import adopt_slurm_env
+
+    env = {"SLURM_PROCID": "3", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1", "SLURM_NODELIST": "gpu[02-05]",
+           "SLURM_JOB_ID": "123456"}
+    assert adopt_slurm_env(env)
+    assert (env["RANK"], env["WORLD_SIZE"], env["LOCAL_RANK"], env["MASTER_ADDR"], env["MASTER_PORT"]) == \
+        ("3", "8", "1", "gpu02", str(20000 + 123456 % 20000))
+    assert not adopt_slurm_env({"SLURM_PROCID": "0", "SLURM_NTASKS": "1"})  # one task: a plain run
+    assert not adopt_slurm_env({"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "SLURM_PROCID": "5",
+                                "SLURM_NTASKS": "8"})  # torchrun under srun: torchrun's ranks win
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_srun_style_processes_form_one_group(tmp_path, words_lmdb):
+    """Two processes with only SLURM_* set (as srun starts them, on localhost) train as one DDP group."""
+    port = free_port()
+    procs = []
+    for rank in range(2):
+        env = {k: v for k, v in ENV.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")}
+        env.update(SLURM_PROCID=str(rank), SLURM_NTASKS="2", SLURM_LOCALID=str(rank), SLURM_NODELIST="localhost",
+                   SLURM_JOB_ID="42", MASTER_PORT=str(port))
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "crnn.cli.train", f"data.train=[{{path: {words_lmdb}}}]",
+             f"train.output_dir={tmp_path / 'run'}", *TINY, "train.steps=2"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO))
+    try:
+        logs = [p.communicate(timeout=200)[0] for p in procs]
+    finally:
+        for p in procs:
+            _kill_tree(p)
+    assert [p.returncode for p in procs] == [0, 0], logs[0][-3000:] + logs[1][-3000:]
+    assert "mode: ddp on cpu (world size 2)" in logs[0]
+    assert _step(tmp_path / "run" / "last.pt") == 2
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_sigusr1_preemption_saves_last_pt_and_the_requeued_run_resumes(tmp_path, words_lmdb):
+    """SLURM's pre-emption warning (SIGUSR1): finish the step, save last.pt, exit 138; the rerun resumes from it."""
+    import signal
+    import time
+
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "crnn.cli.train", f"data.train=[{{path: {words_lmdb}}}]", f"train.output_dir={out}",
+           *TINY, "train.steps=400"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 120
+        while not STEP_LINE.search(_peek_output(proc)):
+            assert proc.poll() is None and time.monotonic() < deadline, "training did not start"
+        proc.send_signal(signal.SIGUSR1)
+        log = _peek_output(proc) + proc.communicate(timeout=120)[0]
+    finally:
+        _kill_tree(proc)
+    assert proc.returncode == 128 + signal.SIGUSR1, log[-3000:]
+    assert "received SIGUSR1" in log and "Traceback" not in log
+    stopped = _step(out / "last.pt")
+    assert 1 <= stopped < 400
+    rerun = subprocess.run([*cmd[:-1], "train.steps=400", "train.resume=auto", "train.stop_after=1"],
+                           capture_output=True, text=True, env=ENV, cwd=REPO, timeout=200)
+    assert rerun.returncode == 0 and f"at step {stopped} " in rerun.stderr, rerun.stderr[-3000:]
+    assert _step(out / "last.pt") == stopped + 1
+
+
+_SEEN: dict[int, str] = {}
+
+
+def _peek_output(proc: subprocess.Popen) -> str:
+    """Read one more line of ``proc``'s output (blocking), keeping what was read so far."""
+    line = proc.stdout.readline()
+    _SEEN[proc.pid] = _SEEN.get(proc.pid, "") + line
+    return _SEEN[proc.pid]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import os
 import re
+import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +27,35 @@ _COMM_FAILURE_WORDS = ("connection closed by peer", "connection reset by peer", 
 def launched_by_torchrun() -> bool:
     """True when the environment carries torchrun's RANK / WORLD_SIZE / LOCAL_RANK."""
     return all(v in os.environ for v in TORCHRUN_VARS)
+
+
+def first_slurm_host(nodelist: str) -> str:
+    """The first host of a SLURM node list: ``gpu[07-09,12],cpu3`` -> ``gpu07``; ``a,b`` -> ``a``."""
+    m = re.match(r"([^,\[]+)(?:\[([^\]]+)\])?", nodelist.strip())
+    if not m:
+        raise ValueError(f"SLURM_NODELIST={nodelist!r} is not a node list")
+    prefix, ranges = m.group(1), m.group(2)
+    return prefix + ranges.split(",")[0].split("-")[0] if ranges else prefix
+
+
+def adopt_slurm_env(env: dict | None = None) -> bool:
+    """Under ``srun`` (several tasks, no torchrun): set torchrun's variables from SLURM's; True if it did.
+
+    SLURM_PROCID -> RANK, SLURM_NTASKS -> WORLD_SIZE, SLURM_LOCALID -> LOCAL_RANK, the first host of SLURM_NODELIST ->
+    MASTER_ADDR; MASTER_PORT, when not set, is derived from SLURM_JOB_ID (20000-39999) so that jobs sharing a node
+    do not collide. Variables already set are kept.
+    """
+    env = os.environ if env is None else env
+    if all(v in env for v in TORCHRUN_VARS) or not {"SLURM_PROCID", "SLURM_NTASKS"} <= set(env):
+        return False
+    if int(env["SLURM_NTASKS"]) < 2:
+        return False
+    env["RANK"], env["WORLD_SIZE"] = env["SLURM_PROCID"], env["SLURM_NTASKS"]
+    env["LOCAL_RANK"] = env.get("SLURM_LOCALID", "0")
+    env.setdefault("MASTER_ADDR", first_slurm_host(env.get("SLURM_NODELIST") or env.get("SLURM_JOB_NODELIST")
+                                                   or "127.0.0.1"))
+    env.setdefault("MASTER_PORT", str(20000 + int(env.get("SLURM_JOB_ID", "0") or 0) % 20000))
+    return True
 
 
 def is_dist() -> bool:
@@ -297,6 +327,8 @@ def run_torchrun(argv: list[str], join_timeout_s: int, say) -> int:
     from torch.distributed.run import main as torchrun_main
 
     watch_rendezvous(join_timeout_s, say)
+    if hasattr(signal, "SIGUSR1"):  # SLURM's pre-emption warning reaching the agent: stop like SIGTERM (forwarded to
+        signal.signal(signal.SIGUSR1, lambda *_: os.kill(os.getpid(), signal.SIGTERM))  # the workers, who save)
     try:
         torchrun_main([f"--rdzv_conf=join_timeout={join_timeout_s}", *argv])
     except SignalException as e:

@@ -32,11 +32,12 @@ class Meter:
         return self.images / max(time.perf_counter() - self.t0, 1e-9)
 
 
-STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+# SIGUSR1: SLURM's pre-emption / time-limit warning (sbatch --signal=USR1@SECONDS): save last.pt, stop, get requeued
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1") if hasattr(signal, n))
 
 
 class StopFlag:
-    """Set by SIGINT/SIGTERM/SIGHUP; the loop checks it between steps, saves and exits cleanly.
+    """Set by SIGINT/SIGTERM/SIGHUP/SIGUSR1; the loop checks it between steps, saves and exits cleanly.
 
     torchrun forwards these signals from its agent to every worker (and waits 30 s, --shutdown-timeout, before
     SIGKILL); a second signal gives up at once.

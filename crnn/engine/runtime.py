@@ -49,7 +49,7 @@ def resolve_device(name: str, local_rank: int = 0) -> torch.device:
 def setup_runtime(cfg: Config) -> Runtime:
     """Pick single / DataParallel / DDP from the config and the environment, and initialise it."""
     t = cfg.train
-    if D.launched_by_torchrun():
+    if D.launched_by_torchrun() or D.adopt_slurm_env():  # torchrun, or srun with one task per process
         if t.parallel == "dp":
             raise TrainingError("train.parallel=dp cannot run under torchrun: DDP is used there; drop the override")
         local_rank = int(os.environ["LOCAL_RANK"])

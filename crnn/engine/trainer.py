@@ -23,7 +23,7 @@ from crnn.engine.autotune import choose_amp
 from crnn.engine.checkpoint import CheckpointError, load_model_weights, unwrap_model
 from crnn.engine.evaluate import autocast_context, evaluate
 from crnn.engine.optim import build_optimizer, build_scaler, build_scheduler, lr_factor  # noqa: F401 (re-exported)
-from crnn.engine.reporting import Meter, StopFlag, _fmt_time, log_validation, open_tensorboard
+from crnn.engine.reporting import STOP_SIGNALS, Meter, StopFlag, _fmt_time, log_validation, open_tensorboard
 from crnn.engine.runtime import Runtime, TrainingError, seed_everything, setup_logging, setup_runtime
 from crnn.engine.state import (TrainState, _checkpoint_problem, check_output_dir, create_output_dir,
                                remove_stale_temporaries, restore, resume_checkpoint, save_training_checkpoint,
@@ -76,11 +76,12 @@ def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
 
 
 def _worker_init(previous, worker_id: int) -> None:
-    """DataLoader workers ignore SIGINT/SIGTERM: Ctrl-C or a SIGTERM sent to the whole process group (a terminal,
-    torchrun, a scheduler) must reach only the training process, which finishes its step, saves and stops the
-    workers itself. Without this a worker dies first and the main process fails with "DataLoader worker killed"."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    """DataLoader workers ignore the stop signals (SIGINT/SIGTERM/SIGHUP/SIGUSR1): Ctrl-C or a SIGTERM sent to the whole
+    process group (a terminal, torchrun, a scheduler) must reach only the training process, which finishes its step,
+    saves and stops the workers itself. Without this a worker dies first and the main process fails with "DataLoader
+    worker killed"."""
+    for s in STOP_SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
     if previous is not None:
         previous(worker_id)
 
@@ -289,7 +290,7 @@ def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt
 
 
 def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: TrainState, tb, stop) -> str:
-    """The step loop; returns why it ended: "done", "signal" (SIGINT/SIGTERM/SIGHUP) or "stop_after"."""
+    """The step loop; returns why it ended: "done", "signal" (SIGINT/SIGTERM/SIGHUP/SIGUSR1) or "stop_after"."""
     t = cfg.train
     if len(loader) == 0:
         raise TrainingError(f"the training data gives no full batch of {cfg.data.batch_size} "
