@@ -17,7 +17,6 @@ every rank and DataLoader worker on a machine shares the same pages.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -28,6 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # Windows: no lock; the atomic renames still keep every reader safe (a few may build)
+    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 
@@ -110,16 +114,22 @@ def _writable(d: Path) -> bool:
 @contextlib.contextmanager
 def _exclusive(lock_path: Path, what: str) -> Iterator[None]:
     """Hold an exclusive lock on ``lock_path``; say so once when another process holds it."""
+    if fcntl is None:
+        yield
+        return
     with open(lock_path, "a+b") as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except BlockingIOError:
             log.info("%s: waiting for another process that is building its label index", what)
             fcntl.flock(f, fcntl.LOCK_EX)
+        except OSError:  # a filesystem without locks (some NFS set-ups): the atomic renames still keep readers safe
+            pass
         try:
             yield
         finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+            with contextlib.suppress(OSError):
+                fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _read(stem: Path, ident: dict, quiet: bool = False) -> LabelIndex | None:
