@@ -327,3 +327,29 @@ def _peek_output(proc: subprocess.Popen) -> str:
     line = proc.stdout.readline()
     _SEEN[proc.pid] = _SEEN.get(proc.pid, "") + line
     return _SEEN[proc.pid]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_ctrl_c_while_waiting_for_the_other_machines_stops_at_once(tmp_path, words_lmdb):
+    """One of two machines started: it says it is waiting; Ctrl-C ends it within seconds with one line and 130."""
+    import shutil
+    import signal
+    import time
+
+    shutil.copytree(words_lmdb, tmp_path / "words.lmdb")
+    proc = _node(tmp_path / "run", words_lmdb, free_port(), 300)
+    try:
+        seen = ""
+        while "waiting for 2 machine(s) to join" not in seen:
+            line = proc.stdout.readline()
+            assert line, seen[-3000:]
+            seen += line
+        t0 = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        seen += proc.communicate(timeout=30)[0]
+        took = time.monotonic() - t0
+    finally:
+        _kill_tree(proc)
+    assert proc.returncode == 130 and took < 15 and "Traceback" not in seen, seen[-3000:]
+    assert len([ln for ln in seen.splitlines() if ln.startswith("train_ddp.sh: ") and "waiting" not in ln]) == 1

@@ -275,7 +275,8 @@ def _participants(handler: object, alive_only: bool = True) -> list:
 def watch_rendezvous(join_timeout_s: int, say) -> None:
     """Make torchrun's c10d rendezvous say who it waits for and name the machines missing when it gives up.
 
-    While an agent waits to (re-)form the group it prints a line every ``join_timeout_s / 6`` seconds (at most 30);
+    While an agent waits to (re-)form the group it prints a line after 5 s, then every ``join_timeout_s / 6`` seconds
+    (at most 30);
     when the join time runs out, a :class:`LaunchError` names the machines of the last complete round that did not
     come back (or how many never joined at the first start).
     """
@@ -292,7 +293,10 @@ def watch_rendezvous(join_timeout_s: int, say) -> None:
         t0 = time.monotonic()
 
         def report() -> None:
-            while not done.wait(min(30.0, max(join_timeout_s / 6, 2.0))):
+            every = min(30.0, max(join_timeout_s / 6, 2.0))
+            pause = min(5.0, every)  # the first line soon, then every `every` seconds
+            while not done.wait(pause):
+                pause = every
                 have = _participants(self)
                 say(f"waiting for {need} machine(s) to join ({len(have)} so far: "
                     f"{', '.join(map(_node_name, have)) or 'none'}); giving up after {join_timeout_s} s "
