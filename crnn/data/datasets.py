@@ -19,6 +19,7 @@ from PIL import Image
 from torch.utils.data import ConcatDataset, Dataset
 
 from crnn.charset import Charset
+from crnn.data.label_index import LabelIndex, code_fingerprint, load_or_build
 from crnn.data.lmdb_io import NUM_SAMPLES_KEY, READERS, image_key, label_key
 
 log = logging.getLogger(__name__)
@@ -43,24 +44,40 @@ class LabelFilter:
 
     def __call__(self, label: str) -> str | None:
         """Return the normalised label, or ``None`` (and count why) when it is dropped."""
-        if self.charset is None:
-            return label
-        before = self.charset.stats["dropped_chars"]
-        norm = self.charset.normalize(label)
-        lost = self.charset.stats["dropped_chars"] - before
-        reason = None
-        if norm is None:
-            reason = "unknown_char"
-        elif not norm:
-            reason = "empty"
-        elif self.max_label_length is not None and len(norm) > self.max_label_length:
-            reason = "too_long"
+        norm, reason, lost = self.decide(label)
         if reason is None:
             self.trimmed["chars"] += lost
             self.trimmed["samples"] += lost > 0
             return norm
         self.dropped[reason] += 1
         return None
+
+    def decide(self, label: str) -> tuple[str | None, str | None, int]:
+        """(normalised label, drop reason or None, characters the unknown=drop policy removed); counts nothing."""
+        if self.charset is None:
+            return label, None, 0
+        before = self.charset.stats["dropped_chars"]
+        norm = self.charset.normalize(label)
+        return norm, self.reason(norm), self.charset.stats["dropped_chars"] - before
+
+    def reason(self, norm: str | None) -> str | None:
+        """Why a normalised label is dropped (one of DROP_REASONS), or None when it is kept."""
+        if self.charset is None:
+            return None
+        if norm is None:
+            return "unknown_char"
+        if not norm:
+            return "empty"
+        if self.max_label_length is not None and len(norm) > self.max_label_length:
+            return "too_long"
+        return None
+
+    def fingerprint(self) -> dict:
+        """Everything that decides which labels are kept (the key of the cached label index)."""
+        return {"charset": self.charset.to_dict() if self.charset is not None else None,
+                "max_label_length": self.max_label_length,
+                "code": code_fingerprint(LabelFilter.reason, LabelFilter.decide, *[getattr(type(self.charset), f) for f in
+                                                               ("normalize", "_fold") if hasattr(self.charset, f)])}
 
 
 def decode_image(data: bytes | memoryview) -> Image.Image | None:
@@ -120,7 +137,7 @@ class LmdbDataset(_TextDataset):
         self._log_summary(len(self._indices))
 
     def _scan_labels(self, keep: LabelFilter) -> np.ndarray:
-        """Read ``num-samples`` and every label once; return the kept 1-based LMDB indices."""
+        """Check the LMDB, then return the kept 1-based indices: from the on-disk cache, or scanned once."""
         try:
             with READERS.borrow(self.source) as env, env.begin() as txn:
                 n = _read_num_samples(txn, self.source)
@@ -128,11 +145,35 @@ class LmdbDataset(_TextDataset):
                 if env.stat()["entries"] < 2 * n + 1 or (n > 0 and txn.get(image_key(n)) is None):
                     raise DatasetError(f"{self.source}: num-samples says {n} but fewer samples are stored; "
                                        "the LMDB is truncated — recreate it with crnn-create-lmdb")
-                kept = [i for i in range(1, n + 1) if keep(_read_label(txn, i, self.source)) is not None]
+            index = load_or_build(self.source, keep.fingerprint(), lambda: self._build_index(keep, n))
         except lmdb.Error as e:
             raise DatasetError(f"{self.source}: not a readable LMDB ({e}); recreate it with crnn-create-lmdb") from None
-        self.dropped, self.trimmed = keep.dropped, keep.trimmed
-        return np.asarray(kept, dtype=np.int64)
+        self.dropped = {**dict.fromkeys(DROP_REASONS, 0), **{k: index.dropped.get(k, 0) for k in DROP_REASONS}}
+        self.trimmed = {"chars": index.dropped.get("trimmed_chars", 0),
+                        "samples": index.dropped.get("trimmed_samples", 0)}
+        self._index_how = index.how  # built | reused | uncached
+        return index.kept
+
+    def _build_index(self, keep: LabelFilter, n: int) -> LabelIndex:
+        """Scan every label once into a boolean mask (no per-sample Python list); repeated labels are decided once."""
+        mask = np.zeros(n + 1, dtype=bool)  # mask[i]: sample i is kept (index 0 unused)
+        decided: dict[bytes, tuple[str | None, int]] = {}  # raw label -> (drop reason or None, characters trimmed)
+        counts = dict.fromkeys((*DROP_REASONS, "trimmed_chars", "trimmed_samples"), 0)
+        with READERS.borrow(self.source) as env, env.begin(buffers=False) as txn:
+            for i in range(1, n + 1):
+                raw = txn.get(label_key(i))
+                if raw not in decided:
+                    if len(decided) > 1_000_000:
+                        decided.clear()
+                    decided[raw] = keep.decide(_decode_label(raw, i, self.source))[1:]
+                reason, lost = decided[raw]
+                if reason is None:
+                    mask[i] = True
+                    counts["trimmed_chars"] += lost
+                    counts["trimmed_samples"] += lost > 0
+                else:
+                    counts[reason] += 1
+        return LabelIndex(np.flatnonzero(mask).astype(_index_dtype(n)), n, counts)
 
     @property
     def env(self) -> lmdb.Environment:
@@ -293,9 +334,18 @@ def _read_num_samples(txn: lmdb.Transaction, path: str) -> int:
     return n
 
 
+def _index_dtype(n: int) -> type:
+    """int32 while the ids fit (half the memory of int64), else int64."""
+    return np.int32 if n < 2**31 - 1 else np.int64
+
+
 def _read_label(txn: lmdb.Transaction, index: int, path: str) -> str:
     """Read and UTF-8 decode one label; missing or undecodable labels raise naming the index."""
-    raw = txn.get(label_key(index))
+    return _decode_label(txn.get(label_key(index)), index, path)
+
+
+def _decode_label(raw: bytes | None, index: int, path: str) -> str:
+    """UTF-8 decode the label stored at ``index``; missing or undecodable labels raise naming the index."""
     if raw is None:
         raise DatasetError(f"{path}: label-{index:09d} is missing although num-samples covers it; "
                            "the LMDB is truncated — recreate it with crnn-create-lmdb")

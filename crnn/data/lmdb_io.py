@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import shutil
+import socket
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from itertools import islice
@@ -96,8 +97,9 @@ def write_lmdb(samples: Iterable[tuple[bytes, str]], out: str | os.PathLike, *, 
                map_size: int = INITIAL_MAP_SIZE) -> int:
     """Write ``(image_bytes, label)`` pairs to a new LMDB at ``out`` atomically; return the sample count.
 
-    Data goes to ``out + ".tmp-<pid>"`` and is renamed to ``out`` only when complete; on any
+    Data goes to ``out + ".tmp-<host>-<pid>"`` and is renamed to ``out`` only when complete; on any
     error the temporary directory is removed. An existing ``out`` is refused unless ``overwrite``.
+    The host name keeps the leftover cleanup of a shared folder to this machine's own dead writers.
     """
     out = os.fspath(out).rstrip(os.sep) or os.sep
     if commit_every < 1:
@@ -105,7 +107,7 @@ def write_lmdb(samples: Iterable[tuple[bytes, str]], out: str | os.PathLike, *, 
     if os.path.lexists(out) and not overwrite:
         raise FileExistsError(f"{out} already exists; choose another output path or pass overwrite=True (--overwrite)")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    tmp = f"{out}.tmp-{os.getpid()}"
+    tmp = f"{out}.tmp-{_host()}-{os.getpid()}"
     if os.path.lexists(tmp):
         _remove(tmp)
     remove_abandoned_writes(out)
@@ -180,13 +182,23 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _host() -> str:
+    """This machine's name as it appears in temporary folder names."""
+    return socket.gethostname().replace(os.sep, "_") or "localhost"
+
+
 def remove_abandoned_writes(out: str) -> list[str]:
-    """Delete ``out.tmp-<pid>`` / ``out.old-<pid>`` left by a writer that was killed (its pid no longer runs)."""
+    """Delete ``out.tmp-<host>-<pid>`` / ``out.old-<host>-<pid>`` left by a writer of this machine that was killed
+    (its pid no longer runs here). Another machine's folders are never touched: its pids mean nothing here.
+    (``out.tmp-<pid>`` without a host, from older versions, is treated as this machine's.)"""
     parent, name = os.path.split(os.path.abspath(out))
     removed = []
     for entry in sorted(os.listdir(parent)) if os.path.isdir(parent) else []:
-        m = re.fullmatch(re.escape(name) + r"\.(?:tmp|old)-(\d+)", entry)
-        if m and int(m.group(1)) != os.getpid() and not _pid_alive(int(m.group(1))):
+        m = re.fullmatch(re.escape(name) + r"\.(?:tmp|old)-(?:(?P<host>.+)-)?(?P<pid>\d+)", entry)
+        if not m or m.group("host") not in (None, _host()):
+            continue
+        pid = int(m.group("pid"))
+        if pid != os.getpid() and not _pid_alive(pid):
             _remove(os.path.join(parent, entry))
             removed.append(entry)
             log.warning("removed %s, left behind by an interrupted writer", os.path.join(parent, entry))
@@ -198,7 +210,7 @@ def _move_into_place(tmp: str, out: str) -> None:
     if not os.path.lexists(out):
         os.replace(tmp, out)
         return
-    old = f"{out}.old-{os.getpid()}"
+    old = f"{out}.old-{_host()}-{os.getpid()}"
     os.replace(out, old)
     try:
         os.replace(tmp, out)

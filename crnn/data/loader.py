@@ -6,12 +6,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
-from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch.utils.data import DataLoader, Dataset
 
 from crnn.charset import Charset
 from crnn.data.collate import Batch, Collate
 from crnn.data.datasets import ConcatTextDataset, DatasetError, open_dataset
-from crnn.data.samplers import RatioBatchSampler, ShardSampler, SkippableSampler
+from crnn.data.samplers import RatioBatchSampler, ShardSampler, ShuffledShardSampler, SkippableSampler
 from crnn.data.transforms import ResizeNormalize
 
 log = logging.getLogger(__name__)
@@ -90,8 +90,7 @@ def build_train_loader(sources: Sequence[dict[str, Any]], charset: Charset, *, h
         pin_memory=torch.cuda.is_available(), persistent_workers=num_workers > 0,
         generator=torch.Generator().manual_seed(seed + rank))
     if ratios is None:
-        sampler = SkippableSampler(DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True,
-                                                      seed=seed, drop_last=True))
+        sampler = SkippableSampler(ShuffledShardSampler(len(dataset), rank, world_size, seed))
         if len(sampler) < batch_size:
             raise DatasetError(f"{len(dataset)} training samples are too few for one batch of {batch_size} "
                                f"per rank on {world_size} ranks; lower the batch size or add data")

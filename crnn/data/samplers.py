@@ -1,12 +1,91 @@
-"""Samplers: proportional mixing of several training sources, and exact eval sharding."""
+"""Samplers: shuffled rank shards, proportional mixing of several training sources, and exact eval sharding.
+
+No sampler holds a per-sample Python list or a whole-dataset permutation: a shuffled order is a seeded pseudo-random
+permutation (:class:`Permutation`) evaluated only at the positions a rank reads, a chunk at a time, so a rank's memory
+is bounded by the chunk, not by the dataset (16 M samples would otherwise be a 16 M-element list per rank per epoch).
+"""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from itertools import islice
 from typing import Any
 
+import numpy as np
 import torch
 from torch.utils.data import Sampler
+
+CHUNK = 1 << 16  # positions evaluated at a time
+_M1, _M2, _S = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xD6E8FEB86659FD93), np.uint64(32)
+
+
+class Permutation:
+    """A seeded pseudo-random permutation of ``range(n)`` that maps any array of positions to samples.
+
+    A balanced Feistel network over the smallest even-bit power of two >= ``n`` (a bijection there), restricted to
+    ``range(n)`` by cycle walking (re-applied while a value falls outside; a bijection on ``range(n)`` as well). Nothing
+    of size ``n`` is ever built.
+    """
+
+    ROUNDS = 6
+
+    def __init__(self, n: int, *key: int) -> None:
+        if n < 1:
+            raise ValueError(f"a permutation needs n >= 1, got {n}")
+        self.n = n
+        self.half = max(1, (max(n - 1, 1).bit_length() + 1) // 2)
+        self.mask = np.uint64((1 << self.half) - 1)
+        self.keys = np.random.SeedSequence([k & 0xFFFF_FFFF_FFFF for k in key]).generate_state(self.ROUNDS, np.uint64)
+
+    def _encrypt(self, x: np.ndarray) -> np.ndarray:
+        left, right, h = x >> np.uint64(self.half), x & self.mask, np.uint64(self.half)
+        for k in self.keys:
+            z = (right + k) * _M1
+            z = (z ^ (z >> _S)) * _M2
+            left, right = right, left ^ ((z ^ (z >> _S)) & self.mask)
+        return (left << h) | right
+
+    def __call__(self, positions: np.ndarray) -> np.ndarray:
+        """The samples at ``positions`` (each in ``range(n)``) of this permutation, as int64."""
+        out = self._encrypt(np.asarray(positions, dtype=np.uint64))
+        outside = out >= self.n
+        while outside.any():
+            out[outside] = self._encrypt(out[outside])
+            outside = out >= self.n
+        return out.astype(np.int64)
+
+    def shard(self, rank: int, world_size: int, stop: int) -> Iterator[int]:
+        """Samples at positions ``rank, rank + world_size, ... < stop``, computed a chunk at a time."""
+        step = CHUNK * world_size
+        for start in range(rank, stop, step):
+            yield from self(np.arange(start, min(start + step, stop), world_size, dtype=np.uint64)).tolist()
+
+
+class ShuffledShardSampler(Sampler[int]):
+    """Rank ``rank``'s share of a fresh shuffle of ``range(n)`` each epoch (DistributedSampler with drop_last).
+
+    The epoch's order is one permutation shared by every rank; rank ``r`` takes positions ``r::world_size`` of its
+    first ``n - n % world_size`` (equal shares, disjoint). The permutation does not depend on ``world_size``, so two
+    ranks with batch b read together exactly what one process with batch 2b reads.
+    """
+
+    def __init__(self, n: int, rank: int = 0, world_size: int = 1, seed: int = 0) -> None:
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} is outside world_size {world_size}")
+        self.n, self.rank, self.world_size, self.seed = n, rank, world_size, seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Choose the epoch; each epoch draws a different, reproducible order."""
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.n // self.world_size
+
+    def __iter__(self) -> Iterator[int]:
+        if self.n < self.world_size:
+            return iter(())
+        usable = self.n - self.n % self.world_size
+        return Permutation(self.n, self.seed, self.epoch).shard(self.rank, self.world_size, usable)
 
 
 class RatioBatchSampler(Sampler[list[int]]):
@@ -50,7 +129,7 @@ class RatioBatchSampler(Sampler[list[int]]):
 
     def __iter__(self) -> Iterator[list[int]]:
         gen = self._generator(-1)
-        streams = [self._stream(s, self._generator(s)) for s in range(len(self.sizes))]
+        streams = [self._stream(s) for s in range(len(self.sizes))]
         for _ in range(self.num_batches):
             counts = self.batch_counts(gen)
             batch = [next(streams[s]) for s, k in enumerate(counts) for _ in range(k)]
@@ -72,13 +151,12 @@ class RatioBatchSampler(Sampler[list[int]]):
                 counts[s] += 1
         return counts
 
-    def _stream(self, s: int, gen: torch.Generator) -> Iterator[int]:
+    def _stream(self, s: int) -> Iterator[int]:
         """Endless global indices of source ``s`` for this rank: permutation after permutation."""
         n = self.sizes[s]
         usable = n - n % self.world_size  # equal share per rank, so no rank sees another's sample
-        while True:
-            perm = torch.randperm(n, generator=gen)[:usable]
-            for i in perm[self.rank::self.world_size].tolist():
+        for rounds in range(1 << 62):
+            for i in Permutation(n, self.seed, self.epoch, s, rounds).shard(self.rank, self.world_size, usable):
                 yield self.offsets[s] + i
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import datetime
 import os
 import re
+import signal
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +27,35 @@ _COMM_FAILURE_WORDS = ("connection closed by peer", "connection reset by peer", 
 def launched_by_torchrun() -> bool:
     """True when the environment carries torchrun's RANK / WORLD_SIZE / LOCAL_RANK."""
     return all(v in os.environ for v in TORCHRUN_VARS)
+
+
+def first_slurm_host(nodelist: str) -> str:
+    """The first host of a SLURM node list: ``gpu[07-09,12],cpu3`` -> ``gpu07``; ``a,b`` -> ``a``."""
+    m = re.match(r"([^,\[]+)(?:\[([^\]]+)\])?", nodelist.strip())
+    if not m:
+        raise ValueError(f"SLURM_NODELIST={nodelist!r} is not a node list")
+    prefix, ranges = m.group(1), m.group(2)
+    return prefix + ranges.split(",")[0].split("-")[0] if ranges else prefix
+
+
+def adopt_slurm_env(env: dict | None = None) -> bool:
+    """Under ``srun`` (several tasks, no torchrun): set torchrun's variables from SLURM's; True if it did.
+
+    SLURM_PROCID -> RANK, SLURM_NTASKS -> WORLD_SIZE, SLURM_LOCALID -> LOCAL_RANK, the first host of SLURM_NODELIST ->
+    MASTER_ADDR; MASTER_PORT, when not set, is derived from SLURM_JOB_ID (20000-39999) so that jobs sharing a node
+    do not collide. Variables already set are kept.
+    """
+    env = os.environ if env is None else env
+    if all(v in env for v in TORCHRUN_VARS) or not {"SLURM_PROCID", "SLURM_NTASKS"} <= set(env):
+        return False
+    if int(env["SLURM_NTASKS"]) < 2:
+        return False
+    env["RANK"], env["WORLD_SIZE"] = env["SLURM_PROCID"], env["SLURM_NTASKS"]
+    env["LOCAL_RANK"] = env.get("SLURM_LOCALID", "0")
+    env.setdefault("MASTER_ADDR", first_slurm_host(env.get("SLURM_NODELIST") or env.get("SLURM_JOB_NODELIST")
+                                                   or "127.0.0.1"))
+    env.setdefault("MASTER_PORT", str(20000 + int(env.get("SLURM_JOB_ID", "0") or 0) % 20000))
+    return True
 
 
 def is_dist() -> bool:
@@ -81,6 +112,15 @@ def broadcast_object(obj: object, src: int = 0) -> object:
     box = [obj]
     dist.broadcast_object_list(box, src=src)
     return box[0]
+
+
+def all_gather_object(obj: object) -> list:
+    """Every rank's picklable ``obj``, in rank order (``[obj]`` without a process group)."""
+    if not is_dist():
+        return [obj]
+    out: list = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out
 
 
 @contextmanager
@@ -202,3 +242,116 @@ def wrap_ddp(model: torch.nn.Module, device: torch.device, model_parallel: bool,
 def convert_sync_bn(model: torch.nn.Module) -> torch.nn.Module:
     """Replace BatchNorm layers by SyncBatchNorm (CUDA + process group only)."""
     return torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+
+
+# ---------------------------------------------------------------------------------------------- the launcher
+class LaunchError(RuntimeError):
+    """The torchrun agent gave up (a machine is missing, the rendezvous store is gone): one line says which and why."""
+
+
+def _node_name(node: object) -> str:
+    """A rendezvous participant as ``host (agent pid N)``."""
+    return f"{getattr(node, 'addr', node)} (agent pid {getattr(node, 'pid', '?')})"
+
+
+def _participants(handler: object, alive_only: bool = True) -> list:
+    """The machines in ``handler``'s rendezvous round whose heartbeat is recent (a snapshot; read from another thread).
+
+    A machine that died stays listed until torch notices (3 missed heartbeats); one whose last heartbeat is older than
+    1.5 heartbeat intervals is taken as gone here already.
+    """
+    try:
+        state, settings = handler._state_holder.state, handler._settings  # type: ignore[attr-defined]
+        nodes = sorted(list(state.participants))
+        beats = dict(state.last_heartbeats)
+    except (AttributeError, RuntimeError, TypeError):
+        return []
+    if not alive_only:
+        return nodes
+    cutoff = datetime.datetime.now(datetime.timezone.utc) - settings.keep_alive_interval * 1.5
+    return [n for n in nodes if n == handler._this_node or beats.get(n, cutoff) > cutoff]  # type: ignore[attr-defined]
+
+
+def watch_rendezvous(join_timeout_s: int, say) -> None:
+    """Make torchrun's c10d rendezvous say who it waits for and name the machines missing when it gives up.
+
+    While an agent waits to (re-)form the group it prints a line after 5 s, then every ``join_timeout_s / 6`` seconds
+    (at most 30);
+    when the join time runs out, a :class:`LaunchError` names the machines of the last complete round that did not
+    come back (or how many never joined at the first start).
+    """
+    import threading
+
+    from torch.distributed.elastic.rendezvous import RendezvousTimeoutError
+    from torch.distributed.elastic.rendezvous import dynamic_rendezvous as dr
+
+    original = dr.DynamicRendezvousHandler.next_rendezvous
+    last_round: list = []
+
+    def next_rendezvous(self):
+        done, need = threading.Event(), self._settings.min_nodes
+        t0 = time.monotonic()
+
+        def report() -> None:
+            every = min(30.0, max(join_timeout_s / 6, 2.0))
+            pause = min(5.0, every)  # the first line soon, then every `every` seconds
+            while not done.wait(pause):
+                pause = every
+                have = _participants(self)
+                say(f"waiting for {need} machine(s) to join ({len(have)} so far: "
+                    f"{', '.join(map(_node_name, have)) or 'none'}); giving up after {join_timeout_s} s "
+                    f"({int(time.monotonic() - t0)} s waited)")
+
+        threading.Thread(target=report, daemon=True).start()
+        try:
+            info = original(self)
+        except RendezvousTimeoutError:
+            have = _participants(self)
+            lost = [n for n in last_round if n not in have and n != self._this_node]
+            if not lost:  # not yet declared dead: name every other machine of the last round
+                lost = [n for n in last_round if n != self._this_node]
+            who = (f"lost machine(s): {', '.join(map(_node_name, lost))}" if lost else
+                   f"{max(need - len(have), 1)} of {need} machine(s) never joined")
+            raise LaunchError(f"gave up after the join time ({join_timeout_s} s) waiting for the group to form; "
+                              f"{who}; start (or restart) the training command on every machine, it resumes from "
+                              "last.pt") from None
+        finally:
+            done.set()
+        last_round[:] = _participants(self, alive_only=False)
+        return info
+
+    dr.DynamicRendezvousHandler.next_rendezvous = next_rendezvous
+
+
+def run_torchrun(argv: list[str], join_timeout_s: int, say) -> int:
+    """torchrun with a bounded, reported join time; failures and signals become one line and an exit code."""
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.elastic.rendezvous import RendezvousError
+    from torch.distributed.run import main as torchrun_main
+
+    watch_rendezvous(join_timeout_s, say)
+    if hasattr(signal, "SIGUSR1"):  # SLURM's pre-emption warning reaching the agent: stop like SIGTERM (forwarded to
+        signal.signal(signal.SIGUSR1, lambda *_: os.kill(os.getpid(), signal.SIGTERM))  # the workers, who save)
+    try:
+        torchrun_main([f"--rdzv_conf=join_timeout={join_timeout_s}", *argv])
+    except SignalException as e:
+        say(f"stopped by {e.sigval.name}; run the same command again to resume from last.pt")
+        return 128 + int(e.sigval)
+    except KeyboardInterrupt:
+        say("interrupted; run the same command again to resume from last.pt")
+        return 130
+    except LaunchError as e:
+        say(str(e))
+        return 1
+    except RendezvousError as e:
+        say(f"the rendezvous failed ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no detail'}); "
+            "check --rdzv-endpoint / MASTER_ADDR:MASTER_PORT is reachable from every machine, then restart")
+        return 1
+    except ChildFailedError as e:
+        failures = e.failures
+        first = failures[min(failures)] if failures else None
+        say(f"training failed (rank {first.rank if first else '?'}, exit code {first.exitcode if first else '?'}); "
+            "its error line is above")
+        return 1
+    return 0

@@ -1,108 +1,44 @@
-"""One trainer for a single device, nn.DataParallel and DistributedDataParallel (torchrun).
+"""The training loop: one trainer for a single device, nn.DataParallel and DistributedDataParallel (torchrun).
 
-The mode is decided once, in :func:`setup_runtime`; everything after it works the same way in every mode.
+Read it from :func:`fit` down. The mode, devices and ranks are decided once in :mod:`crnn.engine.runtime`; the training
+state, the output folder and the resume decision live in :mod:`crnn.engine.state`; log lines, TensorBoard and the
+stop-signal flag in :mod:`crnn.engine.reporting`; optimizer and schedule in :mod:`crnn.engine.optim`.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
 import logging
-import math
-import os
-import random
-import re
 import signal
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 import torch.nn as nn
 
 from crnn.charset import Charset
-from crnn.config import Config, config_to_dict, dump_config
+from crnn.config import Config, dump_config
 from crnn.engine import distributed as D
 from crnn.engine.autotune import choose_amp
-from crnn.engine.checkpoint import (CheckpointError, check_not_foreign, load_checkpoint, load_model_weights,
-                                    model_checkpoint, save_checkpoint, unwrap_model)
-from crnn.engine.evaluate import EvalResult, autocast_context, evaluate
+from crnn.engine.checkpoint import CheckpointError, check_not_foreign, load_model_weights, unwrap_model
+from crnn.engine.evaluate import autocast_context, evaluate
+from crnn.engine.optim import build_optimizer, build_scaler, build_scheduler, lr_factor  # noqa: F401 (re-exported)
+from crnn.engine.reporting import STOP_SIGNALS, Meter, StopFlag, _fmt_time, log_validation, open_tensorboard
+from crnn.engine.runtime import Runtime, TrainingError, seed_everything, setup_logging, setup_runtime
+from crnn.engine.state import (TrainState, _checkpoint_problem, check_output_dir, create_output_dir,
+                               remove_stale_temporaries, restore, resume_checkpoint, save_training_checkpoint,
+                               shared_checkpoint)
 from crnn.loss import ctc_loss
-from crnn.metrics import (describe_protocol, format_rates, ljust_display, normalize_text, protocol_warning,
-                          resolve_protocol)
+from crnn.metrics import describe_protocol, resolve_protocol
 from crnn.model import build_model, count_parameters
 
 log = logging.getLogger("crnn")
 
 
-class TrainingError(RuntimeError):
-    """A condition that stops training with a clear message."""
-
-
-# ----------------------------------------------------------------------------- runtime
-@dataclass
-class Runtime:
-    """Decided once at start-up: device, parallel mode, ranks."""
-
-    device: torch.device
-    mode: str  # single | dp | ddp
-    rank: int = 0
-    local_rank: int = 0
-    world_size: int = 1
-    device_ids: list[int] = field(default_factory=list)
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-
-def resolve_device(name: str, local_rank: int = 0) -> torch.device:
-    """auto | cpu | cuda | cuda:N -> torch.device (under DDP, cuda means cuda:LOCAL_RANK)."""
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise TrainingError(f"train.device={name} but CUDA is not available; use train.device=cpu or auto")
-        if name == "cuda":
-            return torch.device("cuda", local_rank)
-    return torch.device(name)
-
-
-def setup_runtime(cfg: Config) -> Runtime:
-    """Pick single / DataParallel / DDP from the config and the environment, and initialise it."""
-    t = cfg.train
-    if D.launched_by_torchrun():
-        if t.parallel == "dp":
-            raise TrainingError("train.parallel=dp cannot run under torchrun: DDP is used there; drop the override")
-        local_rank = int(os.environ["LOCAL_RANK"])
-        device = resolve_device(t.model_parallel[0] if t.model_parallel else t.device, local_rank)
-        info = D.init_distributed(device.type, t.backend, t.init_method, t.timeout_s)
-        return Runtime(device, "ddp", info.rank, info.local_rank, info.world_size)
-    device = resolve_device(t.model_parallel[0] if t.model_parallel else t.device)
-    if t.parallel == "dp":
-        n_gpu = torch.cuda.device_count() if device.type == "cuda" else 0
-        ids = t.device_ids or list(range(n_gpu))
-        if len(ids) < 2:
-            log.info("train.parallel=dp needs at least 2 GPUs; found %d, running on a single device (%s)",
-                     len(ids), device)
-        else:
-            return Runtime(torch.device("cuda", ids[0]), "dp", device_ids=ids)
-    return Runtime(device, "single")
-
-
-def setup_logging(main: bool) -> None:
-    """Rank 0 logs INFO to stderr; other ranks only warnings."""
-    logging.basicConfig(format="[crnn] %(message)s", level=logging.INFO if main else logging.WARNING, force=True)
-
-
-def seed_everything(seed: int) -> None:
-    """Seed python and torch (each rank passes its own derived seed)."""
-    random.seed(seed)
-    torch.manual_seed(seed)
-
-
 # ----------------------------------------------------------------------------- data
 def prepare_data(cfg: Config) -> None:
-    """Generate synthetic LMDBs that the config names but that do not exist yet (runs on local rank 0 first)."""
+    """Generate synthetic LMDBs that the config names but that do not exist yet (the same data from the same seed
+    wherever it runs; :func:`fit` runs it on rank 0 first, then on each machine's local rank 0)."""
     jobs = [(s["path"], cfg.data.synth_num, cfg.data.synth_seed) for s in cfg.data.train]
     jobs += [(p, cfg.data.synth_val_num, cfg.data.synth_seed + 10_000_019) for p in cfg.data.val]
     for path, num, seed in jobs:
@@ -141,23 +77,23 @@ def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
 
 
 def _worker_init(previous, worker_id: int) -> None:
-    """DataLoader workers ignore SIGINT/SIGTERM: Ctrl-C or a SIGTERM sent to the whole process group (a terminal,
-    torchrun, a scheduler) must reach only the training process, which finishes its step, saves and stops the
-    workers itself. Without this a worker dies first and the main process fails with "DataLoader worker killed"."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    """DataLoader workers ignore the stop signals (SIGINT/SIGTERM/SIGHUP/SIGUSR1): Ctrl-C or a SIGTERM sent to the whole
+    process group (a terminal, torchrun, a scheduler) must reach only the training process, which finishes its step,
+    saves and stops the workers itself. Without this a worker dies first and the main process fails with "DataLoader
+    worker killed"."""
+    for s in STOP_SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
     if previous is not None:
         previous(worker_id)
 
 
-# ----------------------------------------------------------------------------- model / optimisation
 def build_training_model(cfg: Config, charset: Charset, rt: Runtime) -> tuple[nn.Module, nn.Module]:
     """Return (model as trained — possibly wrapped, the bare model)."""
     m, t = cfg.model, cfg.train
     model = build_model(m.variant, m.in_channels, charset.num_classes, m.hidden or None, m.batch_norm)
     if t.init_weights:
         try:
-            ck = load_checkpoint(t.init_weights)
+            ck = shared_checkpoint("train.init_weights", t.init_weights, rt)
             check_not_foreign(ck)
             load_model_weights(model, ck.model_state, strict=True)
         except CheckpointError as e:
@@ -197,182 +133,6 @@ def build_training_model(cfg: Config, charset: Charset, rt: Runtime) -> tuple[nn
     return model, bare
 
 
-def build_optimizer(cfg: Config, model: nn.Module) -> torch.optim.Optimizer:
-    """Adam / AdamW / Adadelta over the trainable parameters."""
-    t = cfg.train
-    params = [p for p in model.parameters() if p.requires_grad]
-    if t.optimizer == "adam":
-        return torch.optim.Adam(params, lr=t.lr, weight_decay=t.weight_decay)
-    if t.optimizer == "adamw":
-        return torch.optim.AdamW(params, lr=t.lr, weight_decay=t.weight_decay)
-    if t.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=t.lr, momentum=0.9, weight_decay=t.weight_decay)
-    return torch.optim.Adadelta(params, lr=t.lr, rho=0.9, weight_decay=t.weight_decay)
-
-
-def lr_factor(step: int, cfg: Config) -> float:
-    """Multiplier of the base LR at ``step``: linear warm-up, then cosine / one-cycle / constant."""
-    t = cfg.train
-    warm = min(t.warmup_steps, t.steps - 1) if t.steps > 1 else 0
-    if t.schedule == "onecycle":
-        warm = max(warm, int(0.3 * t.steps))
-    if step < warm:
-        start = 0.04 if t.schedule == "onecycle" else 0.0
-        return start + (1 - start) * (step + 1) / warm
-    if t.schedule == "constant":
-        return 1.0
-    progress = (step - warm) / max(1, t.steps - warm)
-    return t.min_lr_ratio + (1 - t.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
-
-
-def build_scheduler(cfg: Config, opt: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LambdaLR:
-    """LambdaLR over :func:`lr_factor` (state is just the step count, so resume is exact)."""
-    return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg))
-
-
-def build_scaler(cfg: Config, rt: Runtime) -> torch.amp.GradScaler | None:
-    """GradScaler for fp16 on CUDA; None otherwise (bf16 needs none)."""
-    if cfg.train.amp == "fp16":
-        if rt.device.type != "cuda":
-            raise TrainingError("train.amp=fp16 needs CUDA; on the CPU use train.amp=bf16")
-        return torch.amp.GradScaler("cuda")
-    return None
-
-
-# ----------------------------------------------------------------------------- state
-@dataclass
-class TrainState:
-    """Counters that a checkpoint carries so a resumed run continues where it stopped."""
-
-    step: int = 0
-    epoch: int = 0
-    batch_in_epoch: int = 0
-    best_metric: float = -1.0
-    images_seen: int = 0
-    skipped_images: int = 0
-    unfit_labels: int = 0
-    nonfinite_steps: int = 0
-
-
-def rng_state() -> dict:
-    """RNG states as plain data (weights_only-loadable)."""
-    st = {"torch": torch.get_rng_state(), "python": random.getstate()}
-    if torch.cuda.is_available():
-        st["cuda"] = torch.cuda.get_rng_state_all()
-    return st
-
-
-def set_rng_state(st: dict) -> None:
-    """Inverse of :func:`rng_state`."""
-    torch.set_rng_state(st["torch"])
-    random.setstate(_to_tuple(st["python"]))
-    if "cuda" in st and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(st["cuda"])
-
-
-def _to_tuple(x):
-    return tuple(_to_tuple(v) for v in x) if isinstance(x, (list, tuple)) else x
-
-
-def save_training_checkpoint(path: Path, model, cfg, charset, opt, sched, scaler, st: TrainState) -> None:
-    """Full training state to ``path`` (main process only; callers barrier afterwards)."""
-    ck = model_checkpoint(model, cfg, charset, kind="training", step=st.step, epoch=st.epoch,
-                          best_metric=st.best_metric, optimizer=opt.state_dict(), scheduler=sched.state_dict(),
-                          scaler=scaler.state_dict() if scaler else None, rng=rng_state(),
-                          state=vars(st).copy())
-    save_checkpoint(ck, path)
-
-
-def resume_path(cfg: Config, rt: Runtime) -> Path | None:
-    """The checkpoint to resume from: explicit path, ``auto`` (last.pt if present), or none."""
-    r = cfg.train.resume or ("auto" if rt.mode == "ddp" else "none")
-    if r == "none":
-        return None
-    if r == "auto":
-        p = Path(cfg.train.output_dir) / "last.pt"
-        return p if p.is_file() else None
-    if not Path(r).is_file():
-        raise TrainingError(f"train.resume={r}: file not found (use train.resume=auto to continue the output folder)")
-    return Path(r)
-
-
-def restore(path: Path, model, opt, sched, scaler, cfg: Config) -> TrainState:
-    """Load a training checkpoint into model/optimizer/scheduler/scaler and return its counters."""
-    try:
-        ck = load_checkpoint(str(path))
-        if ck.kind != "training":
-            raise TrainingError(f"{path} holds weights only; use train.init_weights={path} to start from it")
-        load_model_weights(model, ck.model_state, strict=True)
-    except CheckpointError as e:
-        raise TrainingError(_checkpoint_problem("train.resume", path, e) + "; resume from another checkpoint "
-                            "(e.g. best.pt) with train.resume=PATH, or start afresh with train.resume=none") from None
-    stored = (ck.config or {}).get("train", {}).get("optimizer", cfg.train.optimizer)
-    if stored != cfg.train.optimizer:
-        raise TrainingError(f"train.resume={path}: it was trained with train.optimizer={stored}, this run asks for "
-                            f"{cfg.train.optimizer}; resume with train.optimizer={stored}, or start a new run from its "
-                            f"weights with train.init_weights={path}")
-    try:
-        opt.load_state_dict(ck.raw["optimizer"])
-        sched.load_state_dict(ck.raw["scheduler"])
-        if scaler is not None and ck.raw.get("scaler"):
-            scaler.load_state_dict(ck.raw["scaler"])
-        set_rng_state(ck.raw["rng"])
-    except (KeyError, ValueError, TypeError, RuntimeError) as e:
-        raise TrainingError(f"train.resume={path}: its optimizer/scheduler state does not fit this run "
-                            f"(train.optimizer={cfg.train.optimizer}; {type(e).__name__}: {e}); start a new run from "
-                            f"its weights with train.init_weights={path}") from None
-    st = TrainState(**{k: v for k, v in ck.raw.get("state", {}).items() if k in TrainState.__dataclass_fields__})
-    log.info("resumed from %s at step %d (epoch %d)", path, st.step, st.epoch)
-    return st
-
-
-def _checkpoint_problem(key: str, path, e: Exception) -> str:
-    """One line: the config key, the file and what is wrong with it (the path only once)."""
-    msg = str(e)
-    return f"{key}: {msg}" if str(path) in msg else f"{key}={path}: {msg}"
-
-
-_STALE_TMP = re.compile(r".+\.pt\.\d+\.tmp")
-
-
-def remove_stale_temporaries(out: Path) -> list[Path]:
-    """Delete ``*.pt.<pid>.tmp`` left in ``out`` by a save that was killed half-way; returns what was removed."""
-    if not out.is_dir():
-        return []
-    stale = [p for p in out.iterdir() if _STALE_TMP.fullmatch(p.name) and p.is_file()]
-    for p in stale:
-        p.unlink(missing_ok=True)
-    if stale:
-        log.info("removed %d half-written checkpoint file(s) left by an interrupted save: %s", len(stale),
-                 ", ".join(p.name for p in stale))
-    return stale
-
-
-def check_output_dir(out: Path) -> None:
-    """Fail early, before any data work, when ``out`` cannot become a writable folder (nothing is created)."""
-    probe = out
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if not probe.is_dir():
-        raise TrainingError(f"train.output_dir={out}: cannot create it, {probe} is a file, not a folder; "
-                            "choose another train.output_dir")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise TrainingError(f"train.output_dir={out}: {probe} is not writable; choose another train.output_dir")
-
-
-def create_output_dir(cfg: Config) -> None:
-    """Create the output folder and write the resolved config.yaml into it (atomically)."""
-    out = Path(cfg.train.output_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        tmp = out / f"config.yaml.{os.getpid()}.tmp"
-        tmp.write_text(dump_config(cfg), encoding="utf-8")
-        os.replace(tmp, out / "config.yaml")
-    except OSError as e:
-        raise TrainingError(f"train.output_dir={out}: cannot write there ({e.strerror or e}); "
-                            "choose a writable train.output_dir") from None
-
-
 def check_label_length(cfg: Config, bare: nn.Module) -> None:
     """Warn when data.max_label_length admits labels longer than the model's T (CTC cannot align them)."""
     d = cfg.data
@@ -383,94 +143,6 @@ def check_label_length(cfg: Config, bare: nn.Module) -> None:
                     "longer than %d (fewer with repeated letters) cannot be learned; they count as 'unfit' in the "
                     "log (lower data.max_label_length or raise data.%s)", d.max_label_length, steps, width, steps,
                     "max_width" if d.keep_ratio else "width")
-
-
-# ----------------------------------------------------------------------------- logging
-class Meter:
-    """Running sums between two log lines."""
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self.loss, self.n, self.images, self.t0 = 0.0, 0, 0, time.perf_counter()
-
-    def add(self, loss: float, images: int) -> None:
-        self.loss += loss
-        self.n += 1
-        self.images += images
-
-    def rate(self) -> float:
-        return self.images / max(time.perf_counter() - self.t0, 1e-9)
-
-
-STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
-
-
-class StopFlag:
-    """Set by SIGINT/SIGTERM/SIGHUP; the loop checks it between steps, saves and exits cleanly.
-
-    torchrun forwards these signals from its agent to every worker (and waits 30 s, --shutdown-timeout, before
-    SIGKILL); a second signal gives up at once.
-    """
-
-    def __init__(self, main: bool = True) -> None:
-        self.signum: int | None = None
-        self.main = main
-        self._old: dict = {}
-
-    def __enter__(self) -> "StopFlag":
-        for s in STOP_SIGNALS:
-            try:
-                self._old[s] = signal.signal(s, self._handle)
-            except ValueError:  # not the main thread (e.g. called from a test runner thread)
-                pass
-        return self
-
-    def _handle(self, signum, frame) -> None:
-        if self.signum is not None:  # second Ctrl-C: give up immediately
-            raise KeyboardInterrupt
-        self.signum = signum
-        if self.main:
-            log.warning("received %s: finishing this step, saving a checkpoint and stopping",
-                        signal.Signals(signum).name)
-
-    def __exit__(self, *exc) -> None:
-        for s, h in self._old.items():
-            signal.signal(s, h)
-
-
-def open_tensorboard(cfg: Config, rt: Runtime):
-    """SummaryWriter under output_dir/tb on rank 0, else None."""
-    if not (rt.main and cfg.train.tensorboard):
-        return None
-    from torch.utils.tensorboard import SummaryWriter
-
-    return SummaryWriter(str(Path(cfg.train.output_dir) / "tb"))
-
-
-def log_validation(name: str, res: EvalResult, step: int, tb, protocol: str) -> None:
-    """Print one validation result and a few predictions; write TensorBoard scalars and a sample grid."""
-    m = res.metrics
-    log.info("val %s @ %d: %s  (%d samples, %.0f img/s)", name, step, format_rates(m, res.cer_first),
-             m["samples"], res.images_per_s)
-    if warning := protocol_warning(res.protocol, res.removed_share, name):
-        log.warning(warning)
-    for label, pred in res.examples:
-        ok = normalize_text(label, res.protocol) == normalize_text(pred, res.protocol)
-        log.info("    %s -> %s%s", ljust_display(label, 24), pred, "" if ok else "   *")
-    if tb is None:
-        return
-    tag = Path(name).name or name
-    for k in ("word_acc", "cer", "ned"):
-        tb.add_scalar(f"val/{tag}/{k}", m[k], step)
-    if res.sample_images is not None:
-        import torchvision
-
-        grid = torchvision.utils.make_grid(res.sample_images * 0.5 + 0.5, nrow=1, pad_value=1.0)
-        tb.add_image(f"val/{tag}/samples", grid.clamp(0, 1), step)
-        tb.add_text(f"val/{tag}/predictions",
-                    "\n".join(f"    {i}: true `{t}` | pred `{p}`" for i, (t, p) in enumerate(res.examples)), step)
 
 
 def validate_all(model, vals: dict, charset, cfg: Config, rt: Runtime, step: int, tb) -> float | None:
@@ -582,7 +254,10 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
     charset = Charset.from_config(cfg.model)
     if rt.main:
         log.info(describe_protocol(t.protocol, resolve_protocol(t.protocol, charset.chars)))
-    with D.main_process_first(local=True):
+    with D.main_process_first(local=False):  # one process of the whole cluster generates; every other rank waits
+        if rt.main:
+            prepare_data(cfg)
+    with D.main_process_first(local=True):  # a machine that cannot see rank 0's files (unshared disks) makes its own
         prepare_data(cfg)
     train_loader, vals = build_loaders(cfg, charset, rt)
     model, bare = build_training_model(cfg, charset, rt)
@@ -592,9 +267,10 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
         check_label_length(cfg, bare)
     opt, scaler = build_optimizer(cfg, model), build_scaler(cfg, rt)
     sched = build_scheduler(cfg, opt)
-    rp = resume_path(cfg, rt)
-    if rp is not None:
-        vars(st).update(vars(restore(rp, model, opt, sched, scaler, cfg)))
+    ck = resume_checkpoint(cfg, rt)  # one decision for the whole group, sent to every rank
+    if ck is not None:
+        vars(st).update(vars(restore(ck, model, opt, sched, scaler, cfg)))
+        del ck
         if rt.rank > 0:
             seed_everything(t.seed + 1000 * rt.rank + st.step)
     if rt.main:  # only now that the data, model and checkpoint were accepted: a bad input leaves nothing behind
@@ -618,7 +294,7 @@ def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt
 
 
 def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: TrainState, tb, stop) -> str:
-    """The step loop; returns why it ended: "done", "signal" (SIGINT/SIGTERM/SIGHUP) or "stop_after"."""
+    """The step loop; returns why it ended: "done", "signal" (SIGINT/SIGTERM/SIGHUP/SIGUSR1) or "stop_after"."""
     t = cfg.train
     if len(loader) == 0:
         raise TrainingError(f"the training data gives no full batch of {cfg.data.batch_size} "
@@ -728,6 +404,3 @@ def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t
             save("last.pt")
 
 
-def _fmt_time(s: float) -> str:
-    s = int(s)
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"

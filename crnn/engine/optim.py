@@ -1,0 +1,52 @@
+"""Optimizer, learning-rate schedule and gradient scaler of a training run."""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+
+from crnn.config import Config
+from crnn.engine.runtime import Runtime, TrainingError
+
+
+def build_optimizer(cfg: Config, model: nn.Module) -> torch.optim.Optimizer:
+    """Adam / AdamW / Adadelta over the trainable parameters."""
+    t = cfg.train
+    params = [p for p in model.parameters() if p.requires_grad]
+    if t.optimizer == "adam":
+        return torch.optim.Adam(params, lr=t.lr, weight_decay=t.weight_decay)
+    if t.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=t.lr, weight_decay=t.weight_decay)
+    if t.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=t.lr, momentum=0.9, weight_decay=t.weight_decay)
+    return torch.optim.Adadelta(params, lr=t.lr, rho=0.9, weight_decay=t.weight_decay)
+
+
+def lr_factor(step: int, cfg: Config) -> float:
+    """Multiplier of the base LR at ``step``: linear warm-up, then cosine / one-cycle / constant."""
+    t = cfg.train
+    warm = min(t.warmup_steps, t.steps - 1) if t.steps > 1 else 0
+    if t.schedule == "onecycle":
+        warm = max(warm, int(0.3 * t.steps))
+    if step < warm:
+        start = 0.04 if t.schedule == "onecycle" else 0.0
+        return start + (1 - start) * (step + 1) / warm
+    if t.schedule == "constant":
+        return 1.0
+    progress = (step - warm) / max(1, t.steps - warm)
+    return t.min_lr_ratio + (1 - t.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+
+
+def build_scheduler(cfg: Config, opt: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LambdaLR:
+    """LambdaLR over :func:`lr_factor` (state is just the step count, so resume is exact)."""
+    return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg))
+
+
+def build_scaler(cfg: Config, rt: Runtime) -> torch.amp.GradScaler | None:
+    """GradScaler for fp16 on CUDA; None otherwise (bf16 needs none)."""
+    if cfg.train.amp == "fp16":
+        if rt.device.type != "cuda":
+            raise TrainingError("train.amp=fp16 needs CUDA; on the CPU use train.amp=bf16")
+        return torch.amp.GradScaler("cuda")
+    return None

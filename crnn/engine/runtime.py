@@ -1,0 +1,79 @@
+"""Runtime set-up, decided once at start-up: device, parallel mode (single / DataParallel / DDP) and ranks."""
+from __future__ import annotations
+
+import logging
+import os
+import random
+from dataclasses import dataclass, field
+
+import torch
+
+from crnn.config import Config
+from crnn.engine import distributed as D
+
+log = logging.getLogger("crnn")
+
+
+class TrainingError(RuntimeError):
+    """A condition that stops training with a clear message."""
+
+
+@dataclass
+class Runtime:
+    """Decided once at start-up: device, parallel mode, ranks."""
+
+    device: torch.device
+    mode: str  # single | dp | ddp
+    rank: int = 0
+    local_rank: int = 0
+    world_size: int = 1
+    device_ids: list[int] = field(default_factory=list)
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+def resolve_device(name: str, local_rank: int = 0) -> torch.device:
+    """auto | cpu | cuda | cuda:N -> torch.device (under DDP, cuda means cuda:LOCAL_RANK)."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise TrainingError(f"train.device={name} but CUDA is not available; use train.device=cpu or auto")
+        if name == "cuda":
+            return torch.device("cuda", local_rank)
+    return torch.device(name)
+
+
+def setup_runtime(cfg: Config) -> Runtime:
+    """Pick single / DataParallel / DDP from the config and the environment, and initialise it."""
+    t = cfg.train
+    if D.launched_by_torchrun() or D.adopt_slurm_env():  # torchrun, or srun with one task per process
+        if t.parallel == "dp":
+            raise TrainingError("train.parallel=dp cannot run under torchrun: DDP is used there; drop the override")
+        local_rank = int(os.environ["LOCAL_RANK"])
+        device = resolve_device(t.model_parallel[0] if t.model_parallel else t.device, local_rank)
+        info = D.init_distributed(device.type, t.backend, t.init_method, t.timeout_s)
+        return Runtime(device, "ddp", info.rank, info.local_rank, info.world_size)
+    device = resolve_device(t.model_parallel[0] if t.model_parallel else t.device)
+    if t.parallel == "dp":
+        n_gpu = torch.cuda.device_count() if device.type == "cuda" else 0
+        ids = t.device_ids or list(range(n_gpu))
+        if len(ids) < 2:
+            log.info("train.parallel=dp needs at least 2 GPUs; found %d, running on a single device (%s)",
+                     len(ids), device)
+        else:
+            return Runtime(torch.device("cuda", ids[0]), "dp", device_ids=ids)
+    return Runtime(device, "single")
+
+
+def setup_logging(main: bool) -> None:
+    """Rank 0 logs INFO to stderr; other ranks only warnings."""
+    logging.basicConfig(format="[crnn] %(message)s", level=logging.INFO if main else logging.WARNING, force=True)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python and torch (each rank passes its own derived seed)."""
+    random.seed(seed)
+    torch.manual_seed(seed)
