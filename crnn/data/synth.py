@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
+from crnn.charset import Charset
 from crnn.data.fonts import CJK_FONT_PACKAGES, FontInfo, NoFontsError, find_fonts, font_picker, load_font, uncovered
 from crnn.data.lines import describe
 from crnn.data.words import RENDERABLE, label_rules, sample_text, text_label, text_mode
@@ -519,12 +520,12 @@ def check_options(opts: SynthOptions, fonts: Sequence[str]) -> None:
     missing characters), else a one-line error counts and shows the missing ones.
     """
     if text_mode(opts) == "lines":
-        chars, _ = label_rules(opts.charset)
-        missing = uncovered("".join(sorted(chars)), fonts)
+        alphabet = Charset.from_spec(opts.charset).chars
+        missing = uncovered(alphabet, fonts)
         if missing:
             raise NoFontsError(
-                f"charset {opts.charset!r}: {len(missing)} of {len(chars)} characters cannot be drawn by any of the "
-                f"{len(fonts)} fonts: {describe(missing)}; install fonts that have them (CJK: apt-get install "
+                f"charset {opts.charset!r}: {len(missing)} of {len(alphabet)} characters cannot be drawn by any of "
+                f"the {len(fonts)} font(s): {describe(missing)}; install fonts that have them (CJK: apt-get install "
                 f"{' '.join(CJK_FONT_PACKAGES)}) or pass --fonts DIR")
     make_sample(0, 0, fonts, opts)
 
