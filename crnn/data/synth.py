@@ -12,6 +12,7 @@ whatever the number of workers. The pipeline, per word:
 """
 from __future__ import annotations
 
+import functools
 import io
 import math
 import multiprocessing
@@ -64,9 +65,13 @@ class SynthOptions:
 
 def script_chars(opts: SynthOptions) -> str:
     """The characters of the alphabet beyond printable ASCII that text lines may hold ("" for words)."""
-    if text_mode(opts) == "words":
-        return ""
-    chars, _ = label_rules(opts.charset)
+    return "" if text_mode(opts) == "words" else _beyond_ascii(opts.charset)
+
+
+@functools.lru_cache(maxsize=16)
+def _beyond_ascii(charset: str) -> str:
+    """The characters of ``charset`` beyond printable ASCII and the space, sorted."""
+    chars, _ = label_rules(charset)
     return "".join(sorted(chars - RENDERABLE - {" "}))
 
 

@@ -63,9 +63,13 @@ def label_rules(charset: str) -> tuple[frozenset[str], bool]:
 
 def text_mode(opts: TextOptions) -> str:
     """``words`` (scene-text words, the English default) or ``lines``; ``auto``: lines for alphabets beyond ASCII."""
-    if opts.text != "auto":
-        return opts.text
-    chars, _ = label_rules(opts.charset)
+    return opts.text if opts.text != "auto" else _auto_mode(opts.charset)
+
+
+@functools.lru_cache(maxsize=16)
+def _auto_mode(charset: str) -> str:
+    """``lines`` when the alphabet has characters beyond printable ASCII, else ``words``."""
+    chars, _ = label_rules(charset)
     return "lines" if chars - RENDERABLE - {" "} else "words"
 
 
