@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import sys
 
 import lmdb
 import pytest
@@ -117,3 +118,26 @@ def test_training_generates_lines_for_the_model_alphabet() -> None:
     cfg.model.charset, cfg.data.height, cfg.data.max_label_length = "zh_gb2312", 32, 12
     opts = synth_options(cfg)
     assert (opts.charset, opts.text, opts.height, opts.max_len) == ("zh_gb2312", "lines", 32, 12)
+
+
+def test_chinese_without_a_word_list_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    from crnn.data import lines
+
+    monkeypatch.setitem(sys.modules, "jieba", None)  # as if jieba were not installed
+    lines.load_corpus.cache_clear()
+    try:
+        with pytest.raises(lines.TextSourceError, match=r"pip install 'crnn\[zh\]'.*--words FILE"):
+            lines.load_corpus("zh_gb2312", None)
+    finally:
+        lines.load_corpus.cache_clear()
+
+
+def test_frequency_word_lists_are_drawn_by_count(tmp_path) -> None:
+    from crnn.data.lines import load_corpus
+
+    words = tmp_path / "freq.txt"
+    words.write_text("中国\t900\n人民 100 n\n文字\t0\n", encoding="utf-8")
+    corpus = load_corpus("中国人民文字", str(words))
+    assert corpus.words == ("中国", "人民") and corpus.cum == (900.0, 1000.0) and corpus.joiner == ""
+    draws = [corpus.draw(random.Random(i)) for i in range(200)]
+    assert 150 < draws.count("中国") < 200

@@ -5,7 +5,8 @@ or when text lines are asked for. The text source per script:
 
 * Han characters in the alphabet: the word list with frequencies that ``jieba`` ships (``dict.txt``,
   about 349,000 words; ``pip install 'crnn[zh]'``), sampled by frequency;
-* otherwise, or with ``words=FILE``: that word list (one entry per line, most frequent first);
+* otherwise, or with ``words=FILE``: that word list (one entry per line, most frequent first; or
+  ``word count [tag]`` lines, which are drawn by count);
 * always: a share of characters drawn uniformly from the alphabet, so that rare characters appear.
 
 Every character of a line is in the alphabet (letters are case-folded where the alphabet is).
@@ -74,6 +75,15 @@ def _fold(text: str, lower: bool) -> str:
     return text.lower() if lower else text
 
 
+def _counted(entries: Sequence[str]) -> list[tuple[str, float]] | None:
+    """``word count [tag]`` entries (jieba's dict.txt layout, frequency lists) as (word, count); None if not so."""
+    split = [e.split(" ") for e in entries]
+    ok = [p for p in split if 2 <= len(p) <= 3 and p[1].isdigit()]
+    if len(ok) < 0.9 * len(split):
+        return None
+    return [(p[0], float(p[1])) for p in ok if float(p[1]) > 0]
+
+
 @functools.lru_cache(maxsize=4)
 def load_corpus(charset: str, words: str | None) -> Corpus | None:
     """The corpus for ``charset``: jieba's words for Han alphabets, else the word list; None = uniform only.
@@ -82,13 +92,15 @@ def load_corpus(charset: str, words: str | None) -> Corpus | None:
     """
     chars, lower = W.label_rules(charset)
     if words is not None:
-        entries = [_fold(w, lower) for w in W.load_word_entries(words)]
-        kept = [w for w in entries if set(w) <= chars]
-        if not kept:
+        entries = W.load_word_entries(words)
+        counted = _counted(entries)
+        pairs = counted if counted is not None else [(w, 1.0 / (r + 1)) for r, w in enumerate(entries)]  # Zipf
+        pairs = [(_fold(w, lower), c) for w, c in pairs]
+        pairs = [(w, c) for w, c in pairs if set(w) <= chars]
+        if not pairs:
             raise TextSourceError(f"word list {words}: no entry is written in the characters of {charset!r}")
-        weights = [1.0 / (r + 1) for r in range(len(kept))]  # Zipf over the given rank order
-        joiner = "" if sum(map(is_han, kept[0])) else " "
-        return Corpus(tuple(kept), tuple(itertools.accumulate(weights)), joiner)
+        joiner = "" if any(is_han(c) for w, _ in pairs[:100] for c in w) else " "
+        return Corpus(tuple(w for w, _ in pairs), tuple(itertools.accumulate(c for _, c in pairs)), joiner)
     if any(is_han(c) for c in chars):
         kept, weights = [], []
         with open(jieba_dict_path(), encoding="utf-8") as f:
@@ -128,7 +140,7 @@ def _number(rng: random.Random, charset: str, units: str) -> str:
     chars, _ = W.label_rules(charset)
     num = W._number(rng) if rng.random() < 0.6 else str(rng.randint(0, 10 ** rng.randint(1, 4)))
     num = "".join(c for c in num if c in chars)
-    if units and rng.random() < 0.5:
+    if num and units and rng.random() < 0.5:
         num += rng.choice(units)
     return num
 
