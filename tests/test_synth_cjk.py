@@ -141,3 +141,10 @@ def test_frequency_word_lists_are_drawn_by_count(tmp_path) -> None:
     assert corpus.words == ("中国", "人民") and corpus.cum == (900.0, 1000.0) and corpus.joiner == ""
     draws = [corpus.draw(random.Random(i)) for i in range(200)]
     assert 150 < draws.count("中国") < 200
+
+
+def test_lines_are_the_same_for_any_worker_count(zh_dir: str) -> None:
+    from crnn.data.synth import iter_samples
+
+    fonts, opts = find_fonts(zh_dir), SynthOptions(charset="zh_gb2312", max_len=8)
+    assert list(iter_samples(6, 4, fonts, opts, workers=1)) == list(iter_samples(6, 4, fonts, opts, workers=2))
