@@ -148,3 +148,12 @@ def test_lines_are_the_same_for_any_worker_count(zh_dir: str) -> None:
 
     fonts, opts = find_fonts(zh_dir), SynthOptions(charset="zh_gb2312", max_len=8)
     assert list(iter_samples(6, 4, fonts, opts, workers=1)) == list(iter_samples(6, 4, fonts, opts, workers=2))
+
+
+def test_words_mode_with_a_chinese_alphabet_is_refused(tmp_path, zh_dir: str, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "w.lmdb"
+    assert synth_main(["--charset", "zh_gb2312", "--text", "words", "--num", "4", "--out", str(out),
+                       "--fonts", zh_dir, "--workers", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert not out.exists() and err.count("\n") == 1
+    assert "6799 of 6894 characters would never appear" in err and "--text lines" in err

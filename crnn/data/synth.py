@@ -60,7 +60,7 @@ class SynthOptions:
         if self.line_len < 0 or self.line_len > self.max_len:
             raise ValueError(f"line_len must be 0 (varied) or 1..max_len ({self.max_len}), got {self.line_len}")
         if self.line_len and text_mode(self) == "words":
-            raise ValueError("line_len needs text lines (text='lines'); scene-text words have varied lengths")
+            raise ValueError("line_len needs text lines (--text lines); scene-text words have varied lengths")
 
 
 def script_chars(opts: SynthOptions) -> str:
@@ -524,8 +524,12 @@ def check_options(opts: SynthOptions, fonts: Sequence[str]) -> None:
     Text lines: every character of the alphabet must be drawn by some font (no tofu, no silently
     missing characters), else a one-line error counts and shows the missing ones.
     """
+    alphabet = Charset.from_spec(opts.charset).chars
+    if text_mode(opts) == "words" and _beyond_ascii(opts.charset):
+        never = [c for c in alphabet if c not in RENDERABLE and c != " "]
+        raise ValueError(f"charset {opts.charset!r}: scene-text words are ASCII, so {len(never)} of {len(alphabet)} "
+                         f"characters would never appear: {describe(never)}; use text lines (--text lines)")
     if text_mode(opts) == "lines":
-        alphabet = Charset.from_spec(opts.charset).chars
         missing = uncovered(alphabet, fonts)
         if missing:
             raise NoFontsError(
