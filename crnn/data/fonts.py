@@ -59,8 +59,7 @@ FONT_PACKAGES_FILE = os.path.join(os.path.dirname(__file__), "font_packages.txt"
 
 
 def font_packages(section: str | None = None) -> list[str]:
-    """Debian font packages the generator was tuned with (font_packages.txt); ``section``: only those under
-    the comment line ``# section: ...`` (base, extra, cjk)."""
+    """Debian font packages of font_packages.txt; ``section``: those under ``# section: ...`` (base, extra, cjk)."""
     out, current = [], None
     with open(FONT_PACKAGES_FILE, encoding="utf-8") as f:
         for ln in map(str.strip, f):
@@ -238,7 +237,8 @@ class FontPicker:
     Folders roughly correspond to font packages: each folder gets a weight of
     sqrt(number of files in it), so a 400-font collection does not drown the rest, and
     folders of handwriting/script/fancy faces (``RARE_STYLE_RE``) weigh 0.3 of that.
-    Fonts are probed lazily, the first time they are drawn.
+    ASCII-only text is drawn from the non-CJK faces; other text from the faces whose probed glyphs
+    (:func:`glyph_coverage` over ``alphabet``) include all of its characters, uniformly.
     """
 
     def __init__(self, fonts: Sequence[str], alphabet: str = "") -> None:
