@@ -7,8 +7,8 @@ cd "$ROOT"
 PY="${PYTHON:-python3}"
 VENV="$ROOT/.venv"
 
-# System packages: the fonts the synthetic generator was tuned with (crnn/data/font_packages.txt), a word list,
-# and tesseract for side-by-side comparisons.
+# System packages: the fonts the synthetic generator was tuned with (crnn/data/font_packages.txt: Latin faces and
+# four CJK fonts for Chinese text lines), a word list, and tesseract for side-by-side comparisons.
 APT_PKGS="$(grep -v '^#' crnn/data/font_packages.txt | tr '\n' ' ') wamerican tesseract-ocr tesseract-ocr-eng"
 missing=""
 installed="$(dpkg-query -W -f='${Package} ${Status}\n' $APT_PKGS 2>/dev/null | awk '/ installed$/ {print $1}' || true)"

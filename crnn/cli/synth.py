@@ -1,4 +1,4 @@
-"""crnn-synth: render synthetic scene-text word images into an LMDB (or a preview sheet)."""
+"""crnn-synth: render synthetic scene-text words or text lines (any alphabet) into an LMDB (or a preview sheet)."""
 from __future__ import annotations
 
 import argparse
@@ -8,15 +8,19 @@ import time
 
 from crnn.charset import CharsetError
 from crnn.data.fonts import NoFontsError, find_fonts
-from crnn.data.synth import SynthOptions, contact_sheet, generate_lmdb, iter_samples
+from crnn.data.synth import (SynthOptions, check_options, contact_sheet, generate_lmdb, iter_samples,
+                              label_font_for)
+from crnn.data.words import text_mode
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Command-line options."""
     p = argparse.ArgumentParser(
         prog="crnn-synth",
-        description="Render synthetic word images (system fonts, built-in English word list) into a new LMDB "
-                    "in the standard layout. The same --seed gives the same data for any --workers.")
+        description="Render synthetic word images (system fonts, built-in English word list) or, for alphabets "
+                    "beyond ASCII such as zh_gb2312, text lines (Chinese: jieba's word-frequency list mixed with "
+                    "digits, Latin words and punctuation) into a new LMDB in the standard layout. The same --seed "
+                    "gives the same data for any --workers.")
     p.add_argument("--out", help="output LMDB folder (required unless --preview or --list-fonts)")
     p.add_argument("--num", type=int, default=1000, help="number of images (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="data set seed (default 0)")
@@ -24,10 +28,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--fonts", metavar="DIR", help="font folder to use instead of the system font folders")
     p.add_argument("--height", type=int, default=32, help="image height in pixels (default 32)")
     p.add_argument("--charset", default="printable94",
-                   help="labels are folded to this alphabet: printable94, alnum36, digits, a file or a literal "
-                        "string (default printable94)")
+                   help="labels are folded to this alphabet: printable94, alnum36, digits, zh_gb2312, a file or a "
+                        "literal string (default printable94)")
+    p.add_argument("--text", choices=("auto", "words", "lines"), default="auto",
+                   help="words: scene-text words; lines: text lines of words, numbers and punctuation; auto "
+                        "(default): lines when the alphabet goes beyond printable ASCII")
+    p.add_argument("--line-len", type=int, default=0, metavar="N",
+                   help="text lines of exactly N characters (e.g. 10 for 32x280 Chinese lines); "
+                        "default: 1..--max-len")
     p.add_argument("--max-len", type=int, default=20, help="longest text (default 20)")
-    p.add_argument("--words", metavar="FILE", help="word list, one per line, most frequent first (default built-in)")
+    p.add_argument("--words", metavar="FILE",
+                   help="word list, one per line, most frequent first (default: built-in English list; "
+                        "Chinese lines: jieba's word-frequency list)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     p.add_argument("--preview", metavar="PNG", help="write a contact sheet of the first --num (<= 300) images")
     p.add_argument("--list-fonts", action="store_true", help="print the usable fonts and exit")
@@ -39,6 +51,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--num must be >= 1")
     if args.workers < 0:
         p.error("--workers must be >= 0")
+    if args.line_len < 0:
+        p.error("--line-len must be >= 1 (or 0 for varied lengths)")
     return args
 
 
@@ -46,7 +60,13 @@ def _preview(args: argparse.Namespace, opts: SynthOptions) -> str:
     """Write the contact sheet; return a one-line summary."""
     num = min(args.num, 300)
     fonts = find_fonts(args.fonts)
-    sheet = contact_sheet(iter_samples(num, args.seed, fonts, opts, workers=args.workers or os.cpu_count() or 1))
+    check_options(opts, fonts)
+    samples = list(iter_samples(num, args.seed, fonts, opts, workers=args.workers or os.cpu_count() or 1))
+    if text_mode(opts) == "lines":  # wider cells, labels in a font that draws them
+        label_font = label_font_for("".join(label for _, label in samples), fonts, opts)
+        sheet = contact_sheet(samples, cols=3, cell_w=340, label_font=label_font)
+    else:
+        sheet = contact_sheet(samples)
     sheet.save(args.preview)
     return f"wrote a sheet of {num} images to {args.preview}"
 
@@ -55,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; 0 on success, 2 on errors (one line on stderr)."""
     args = parse_args(argv)
     try:
-        opts = SynthOptions(height=args.height, charset=args.charset, max_len=args.max_len, words=args.words)
+        opts = SynthOptions(height=args.height, charset=args.charset, max_len=max(args.max_len, args.line_len),
+                            words=args.words, text=args.text, line_len=args.line_len)
         if args.list_fonts:
             fonts = find_fonts(args.fonts)
             print("\n".join(fonts))

@@ -4,6 +4,9 @@ Fonts come from the system font folders (or one folder given by the user). A fon
 it loads, is not a symbol/dingbat/math font, and really draws ``a``-``z``. Per character we know
 whether the font has a glyph (never a tofu box), and whether it is an all-caps display face whose
 lower-case letters are drawn as capitals (then lower case counts as missing, so labels stay true).
+Beyond printable ASCII (Chinese and other scripts), coverage is probed per character of the alphabet
+(:func:`glyph_coverage`); CJK fonts are kept out of the draws for ASCII-only text, whose Latin glyphs
+they only carry as an extra.
 """
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from PIL import ImageFont
+
+from crnn.data.lines import is_han
 
 SYSTEM_FONT_DIRS: tuple[str, ...] = (
     "/usr/share/fonts",
@@ -53,16 +58,25 @@ PRINTABLE = string.digits + string.ascii_letters + string.punctuation
 FONT_PACKAGES_FILE = os.path.join(os.path.dirname(__file__), "font_packages.txt")
 
 
-def font_packages() -> list[str]:
-    """Debian font packages the generator was tuned with (one per line in font_packages.txt)."""
+def font_packages(section: str | None = None) -> list[str]:
+    """Debian font packages of font_packages.txt; ``section``: those under ``# section: ...`` (base, extra, cjk)."""
+    out, current = [], None
     with open(FONT_PACKAGES_FILE, encoding="utf-8") as f:
-        return [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
+        for ln in map(str.strip, f):
+            if ln.startswith("#"):
+                current = ln[1:].split(":")[0].strip()
+            elif ln and section in (None, current):
+                out.append(ln)
+    return out
 
 
-BASE_FONT_PACKAGES: tuple[str, ...] = tuple(font_packages()[:8])
+BASE_FONT_PACKAGES: tuple[str, ...] = tuple(font_packages("base"))
 APT_HINT = "apt-get install " + " ".join(BASE_FONT_PACKAGES)
 _PROBE_SIZE = 20
 _MISSING_PROBE = "\U0010fffd"  # private-use codepoint: no font maps it, so it draws .notdef
+HAN_PROBE = "的一是国人"  # a font drawing these is a CJK font
+CJK_FONT_PACKAGES: tuple[str, ...] = tuple(font_packages("cjk"))  # scripts/setup.sh installs them
+_QUICK_PROBE = 24  # characters tried before probing a whole alphabet: a font drawing none of them is skipped
 
 
 class NoFontsError(FileNotFoundError):
@@ -79,6 +93,7 @@ class FontInfo:
     chars: frozenset[str]  # printable ASCII characters the font really draws
     caps_only: bool
     cap_height: float  # height of "H" as a fraction of the font size (to size text evenly)
+    cjk: bool = False  # draws Han characters (kept out of the draws for ASCII-only text)
 
 
 def _mask_signature(font: ImageFont.FreeTypeFont, ch: str) -> tuple | None:
@@ -119,7 +134,63 @@ def font_info(path: str) -> FontInfo | None:
         chars -= set(lower)
     box = sigs["H"][0] if sigs["H"] is not None else (0, 0, 0, int(0.7 * _PROBE_SIZE))
     cap_height = min(max((box[3] - box[1]) / _PROBE_SIZE, 0.3), 1.2)
-    return FontInfo(path, family, style, frozenset(chars), caps_only, cap_height)
+    han = {_mask_signature(font, ch) for ch in HAN_PROBE} - {None, notdef}
+    return FontInfo(path, family, style, frozenset(chars), caps_only, cap_height, cjk=len(han) == len(HAN_PROBE))
+
+
+@functools.lru_cache(maxsize=None)
+def _drawn(path: str, chars: tuple[str, ...]) -> frozenset[str]:
+    """Which of ``chars`` (none printable ASCII) the font draws with its own glyph (not .notdef).
+
+    Han characters are probed only in CJK fonts (:attr:`FontInfo.cjk`); other characters per
+    128-code-point block, skipping a large block when none of ``_QUICK_PROBE`` characters spread
+    over it is drawn. A skipped glyph costs variety, never a tofu box.
+    """
+    info = font_info(path)
+    try:
+        font = ImageFont.truetype(path, _PROBE_SIZE, layout_engine=ImageFont.Layout.BASIC)
+    except (OSError, ValueError):
+        return frozenset()
+    notdef = _mask_signature(font, _MISSING_PROBE)
+    blocks: dict[int, list[str]] = {}
+    for ch in chars:
+        if is_han(ch):
+            if info is not None and info.cjk:
+                blocks.setdefault(-1, []).append(ch)
+        else:
+            blocks.setdefault(ord(ch) >> 7, []).append(ch)
+    sigs: dict[str, tuple | None] = {}
+    for key, block in blocks.items():
+        step = max(1, len(block) // _QUICK_PROBE)
+        if key >= 0 and len(block) > _QUICK_PROBE and all(
+                _mask_signature(font, ch) in (None, notdef) for ch in block[::step][:_QUICK_PROBE]):
+            continue
+        sigs.update((ch, _mask_signature(font, ch)) for ch in block)
+    drawn = {ch for ch, sig in sigs.items() if sig is not None and sig != notdef}
+    same: dict[tuple, list[str]] = {}
+    for ch in drawn:
+        same.setdefault(sigs[ch], []).append(ch)  # type: ignore[arg-type]
+    return frozenset(drawn - {ch for group in same.values() if len(group) >= 3 for ch in group})
+
+
+def glyph_coverage(path: str, alphabet: str) -> frozenset[str]:
+    """What the font at ``path`` really draws: its printable ASCII, the characters of ``alphabet`` beyond
+    ASCII that it has, and the space."""
+    info = font_info(path)
+    if info is None:
+        return frozenset()
+    others = tuple(sorted(set(alphabet) - set(PRINTABLE) - {" "}))
+    return info.chars | (_drawn(path, others) if others else frozenset()) | {" "}
+
+
+def uncovered(alphabet: str, fonts: Sequence[str]) -> list[str]:
+    """Characters of ``alphabet`` (in its order) that no font in ``fonts`` draws."""
+    left = set(alphabet) - {" "}
+    for path in fonts:
+        left -= glyph_coverage(path, alphabet)
+        if not left:
+            break
+    return [c for c in dict.fromkeys(alphabet) if c in left]
 
 
 def _candidate_files(dirs: Sequence[str]) -> list[str]:
@@ -166,15 +237,21 @@ class FontPicker:
     Folders roughly correspond to font packages: each folder gets a weight of
     sqrt(number of files in it), so a 400-font collection does not drown the rest, and
     folders of handwriting/script/fancy faces (``RARE_STYLE_RE``) weigh 0.3 of that.
-    Fonts are probed lazily, the first time they are drawn.
+    ASCII-only text is drawn from the non-CJK faces; other text from the faces whose probed glyphs
+    (:func:`glyph_coverage` over ``alphabet``) include all of its characters, uniformly.
     """
 
-    def __init__(self, fonts: Sequence[str]) -> None:
+    def __init__(self, fonts: Sequence[str], alphabet: str = "") -> None:
         if not fonts:
             raise NoFontsError("the font list is empty")
         self.fonts = list(fonts)
+        self.alphabet = alphabet
+        self._cover: dict[str, frozenset[str]] | None = None
+        infos = {p: font_info(p) for p in self.fonts}
+        # ASCII-only text is drawn with the non-CJK faces (as before CJK fonts were installed) when there are any
+        self.latin = [p for p in self.fonts if not (infos[p] is not None and infos[p].cjk)] or self.fonts
         groups: dict[str, list[str]] = {}
-        for path in self.fonts:
+        for path in self.latin:
             groups.setdefault(os.path.dirname(path), []).append(path)
         self.groups = [groups[k] for k in sorted(groups)]
         # per group, keyed (bold?, upright?); an empty choice falls back to the wider one
@@ -189,16 +266,31 @@ class FontPicker:
     def pick(self, text: str, rng) -> FontInfo:
         """A random font that draws every non-space character of ``text``; ValueError if none."""
         need = set(text) - {" "}
+        if not need <= set(PRINTABLE):
+            return self._pick_script(need, text, rng)
         for _ in range(8):
             g = rng.choices(range(len(self.groups)), weights=self.weights)[0]
             group = self.pools[g][(rng.random() < BOLD_SHARE, rng.random() < UPRIGHT_SHARE)]
             info = font_info(group[rng.randrange(len(group))])
             if info is not None and need <= info.chars:
                 return info
-        able = [i for i in map(font_info, self.fonts) if i is not None and need <= i.chars]
+        able = [i for i in map(font_info, self.latin) if i is not None and need <= i.chars]
         if not able:
             raise ValueError(f"no font can draw all of {text!r}")
         return able[rng.randrange(len(able))]
+
+    def coverage(self) -> dict[str, frozenset[str]]:
+        """Per font, the characters of the alphabet it draws (probed on first use)."""
+        if self._cover is None:
+            self._cover = {p: glyph_coverage(p, self.alphabet) for p in self.fonts}
+        return self._cover
+
+    def _pick_script(self, need: set[str], text: str, rng) -> FontInfo:
+        """A font, uniformly among those that draw every character of ``text`` (beyond ASCII)."""
+        able = [p for p, chars in self.coverage().items() if need <= chars]
+        if not able:
+            raise ValueError(f"no font can draw all of {text!r}")
+        return font_info(able[rng.randrange(len(able))])  # type: ignore[return-value]
 
 
 def _upright(paths: list[str]) -> list[str]:
@@ -207,6 +299,6 @@ def _upright(paths: list[str]) -> list[str]:
 
 
 @functools.lru_cache(maxsize=8)
-def font_picker(fonts: tuple[str, ...]) -> FontPicker:
-    """A cached FontPicker for a tuple of font paths."""
-    return FontPicker(fonts)
+def font_picker(fonts: tuple[str, ...], alphabet: str = "") -> FontPicker:
+    """A cached FontPicker for a tuple of font paths (``alphabet``: the characters beyond ASCII it may meet)."""
+    return FontPicker(fonts, alphabet)

@@ -12,6 +12,7 @@ whatever the number of workers. The pipeline, per word:
 """
 from __future__ import annotations
 
+import functools
 import io
 import math
 import multiprocessing
@@ -25,8 +26,10 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
-from crnn.data.fonts import FontInfo, NoFontsError, find_fonts, font_picker, load_font
-from crnn.data.words import sample_text, text_label
+from crnn.charset import Charset
+from crnn.data.fonts import CJK_FONT_PACKAGES, FontInfo, NoFontsError, find_fonts, font_picker, load_font, uncovered
+from crnn.data.lines import describe
+from crnn.data.words import RENDERABLE, label_rules, sample_text, text_label, text_mode
 
 __all__ = [
     "SynthOptions", "SynthDataset", "NoFontsError", "render_word", "sample_text", "text_label",
@@ -44,12 +47,32 @@ class SynthOptions:
     words: str | None = None  # word list path; None = the built-in English list
     jpeg_quality: tuple[int, int] = (30, 95)
     max_width: int = 0  # 0 = no limit; wider images are squeezed to this width
+    text: str = "auto"  # words (scene-text words) | lines (text lines) | auto: lines for alphabets beyond ASCII
+    line_len: int = 0  # lines: every line has this many characters; 0 = 1..max_len
 
     def __post_init__(self) -> None:
         if self.height < 8:
             raise ValueError(f"height must be >= 8, got {self.height}")
         if self.max_len < 1:
             raise ValueError(f"max_len must be >= 1, got {self.max_len}")
+        if self.text not in ("auto", "words", "lines"):
+            raise ValueError(f"text must be auto, words or lines, got {self.text!r}")
+        if self.line_len < 0 or self.line_len > self.max_len:
+            raise ValueError(f"line_len must be 0 (varied) or 1..max_len ({self.max_len}), got {self.line_len}")
+        if self.line_len and text_mode(self) == "words":
+            raise ValueError("line_len needs text lines (--text lines); scene-text words have varied lengths")
+
+
+def script_chars(opts: SynthOptions) -> str:
+    """The characters of the alphabet beyond printable ASCII that text lines may hold ("" for words)."""
+    return "" if text_mode(opts) == "words" else _beyond_ascii(opts.charset)
+
+
+@functools.lru_cache(maxsize=16)
+def _beyond_ascii(charset: str) -> str:
+    """The characters of ``charset`` beyond printable ASCII and the space, sorted."""
+    chars, _ = label_rules(charset)
+    return "".join(sorted(chars - RENDERABLE - {" "}))
 
 
 # ---------------------------------------------------------------------------- text masks
@@ -225,7 +248,8 @@ def _clutter(stack: np.ndarray, rng: random.Random, fonts: Sequence[str], fs: in
     if rng.random() < 0.65:
         text = sample_text(rng, opts)
         try:
-            font = _font(font_picker(tuple(fonts)).pick(text, rng), max(6, int(fs * rng.uniform(0.6, 1.1))))
+            picker = font_picker(tuple(fonts), script_chars(opts))
+            font = _font(picker.pick(text, rng), max(6, int(fs * rng.uniform(0.6, 1.1))))
         except ValueError:
             return np.asarray(im)
         gap = max(1, int(fs * rng.uniform(0.05, 0.3)))
@@ -452,7 +476,7 @@ def render_word(text: str, rng: random.Random, fonts: list[str], opts: SynthOpti
 
     Raises ValueError when no font in ``fonts`` draws every character of ``text``.
     """
-    info = font_picker(tuple(fonts)).pick(text, rng)
+    info = font_picker(tuple(fonts), script_chars(opts)).pick(text, rng)
     nrng = np.random.default_rng(rng.getrandbits(63))
     H = opts.height
     cap = H * (rng.uniform(0.5, 0.95) if rng.random() < 0.85 else rng.uniform(0.25, 0.45))  # low res
@@ -495,16 +519,37 @@ def make_sample(index: int, seed: int, fonts: Sequence[str], opts: SynthOptions)
 
 
 def check_options(opts: SynthOptions, fonts: Sequence[str]) -> None:
-    """Fail early, in the calling process, on a bad word list, charset or font set."""
+    """Fail early, in the calling process, on a bad word list, charset or font set.
+
+    Text lines: every character of the alphabet must be drawn by some font (no tofu, no silently
+    missing characters), else a one-line error counts and shows the missing ones.
+    """
+    alphabet = Charset.from_spec(opts.charset).chars
+    if text_mode(opts) == "words" and _beyond_ascii(opts.charset):
+        never = [c for c in alphabet if c not in RENDERABLE and c != " "]
+        raise ValueError(f"charset {opts.charset!r}: scene-text words are ASCII, so {len(never)} of {len(alphabet)} "
+                         f"characters would never appear: {describe(never)}; use text lines (--text lines)")
+    if text_mode(opts) == "lines":
+        missing = uncovered(alphabet, fonts)
+        if missing:
+            raise NoFontsError(
+                f"charset {opts.charset!r}: {len(missing)} of {len(alphabet)} characters cannot be drawn by any of "
+                f"the {len(fonts)} font(s): {describe(missing)}; install fonts that have them (CJK: apt-get install "
+                f"{' '.join(CJK_FONT_PACKAGES)}) or pass --fonts DIR")
     make_sample(0, 0, fonts, opts)
 
 
-def contact_sheet(samples: Iterable[tuple[bytes, str]], cols: int = 6, cell_w: int = 200) -> Image.Image:
-    """A PNG-ready grid of encoded samples with their labels underneath (for eyeballing data)."""
+def contact_sheet(samples: Iterable[tuple[bytes, str]], cols: int = 6, cell_w: int = 200,
+                  label_font: ImageFont.FreeTypeFont | ImageFont.ImageFont | None = None) -> Image.Image:
+    """A PNG-ready grid of encoded samples with their labels underneath (for eyeballing data).
+
+    ``label_font``: a font for the labels (one that draws them, e.g. a CJK font for Chinese lines).
+    """
     items = [(Image.open(io.BytesIO(data)).convert("RGB"), label) for data, label in samples]
     if not items:
         raise ValueError("no samples for the contact sheet")
-    cell_h = max(im.height for im, _ in items) + 14
+    line_h = 14 if label_font is None else int(getattr(label_font, "size", 12)) + 4
+    cell_h = max(im.height for im, _ in items) + line_h
     rows = (len(items) + cols - 1) // cols
     sheet = Image.new("RGB", (cols * cell_w, rows * cell_h), "white")
     draw = ImageDraw.Draw(sheet)
@@ -513,8 +558,17 @@ def contact_sheet(samples: Iterable[tuple[bytes, str]], cols: int = 6, cell_w: i
         if im.width > cell_w - 4:
             im = im.resize((cell_w - 4, im.height))
         sheet.paste(im, (x + 2, y + 1))
-        draw.text((x + 2, y + im.height + 1), label, fill=(200, 0, 0))
+        draw.text((x + 2, y + im.height + 1), label, fill=(200, 0, 0), font=label_font)
     return sheet
+
+
+def label_font_for(text: str, fonts: Sequence[str], opts: SynthOptions,
+                   size: int = 14) -> ImageFont.FreeTypeFont | None:
+    """A font that draws every character of ``text`` (for contact-sheet labels); None = PIL's default."""
+    try:
+        return load_font(font_picker(tuple(fonts), script_chars(opts)).pick(text, random.Random(0)).path, size)
+    except ValueError:
+        return None
 
 
 def iter_samples(num: int, seed: int, fonts: Sequence[str], opts: SynthOptions, workers: int = 1,

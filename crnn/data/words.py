@@ -14,7 +14,7 @@ import random
 import string
 from typing import Protocol
 
-from crnn.charset import BUILTIN_CHARSETS, read_charset_file
+from crnn.charset import Charset
 
 WORDS_PATH = os.path.join(os.path.dirname(__file__), "words.txt")
 RENDERABLE = frozenset(string.digits + string.ascii_letters + string.punctuation)
@@ -28,31 +28,49 @@ class TextOptions(Protocol):
     charset: str
     max_len: int
     words: str | None
+    text: str  # auto | words | lines
+    line_len: int  # lines: fixed length; 0 = 1..max_len
+
+
+@functools.lru_cache(maxsize=4)
+def load_word_entries(path: str | None = None) -> tuple[str, ...]:
+    """Entries of a word list (one per line, most frequent first, spaces inside kept); built-in by default."""
+    path = path or WORDS_PATH
+    if not os.path.isfile(path):
+        raise ValueError(f"word list {path} does not exist")
+    with open(path, encoding="utf-8-sig") as f:
+        entries = tuple(" ".join(ln.split()) for ln in f if ln.strip())
+    if not entries:
+        raise ValueError(f"word list {path} is empty")
+    return entries
 
 
 @functools.lru_cache(maxsize=4)
 def load_words(path: str | None = None) -> tuple[str, ...]:
-    """Words of a word list (one per line, most frequent first); the built-in list by default."""
-    path = path or WORDS_PATH
-    if not os.path.isfile(path):
-        raise ValueError(f"word list {path} does not exist")
-    with open(path, encoding="utf-8") as f:
-        words = tuple(w for w in (ln.strip() for ln in f) if w and not any(c.isspace() for c in w))
+    """Single words of a word list (entries with spaces are left out); the built-in list by default."""
+    words = tuple(w for w in load_word_entries(path) if " " not in w)
     if not words:
-        raise ValueError(f"word list {path} is empty")
+        raise ValueError(f"word list {path or WORDS_PATH} has no single words (use text lines for phrases)")
     return words
 
 
 @functools.lru_cache(maxsize=16)
 def label_rules(charset: str) -> tuple[frozenset[str], bool]:
     """(alphabet characters, fold-to-lower-case?) for a charset spec, as crnn.charset reads it."""
-    if charset in BUILTIN_CHARSETS:
-        chars = BUILTIN_CHARSETS[charset]
-    elif os.path.isfile(charset):
-        chars = read_charset_file(charset)
-    else:
-        chars = charset
-    return frozenset(chars), chars == chars.lower()
+    cs = Charset.from_spec(charset)
+    return frozenset(cs.chars), cs.lowercase
+
+
+def text_mode(opts: TextOptions) -> str:
+    """``words`` (scene-text words, the English default) or ``lines``; ``auto``: lines for alphabets beyond ASCII."""
+    return opts.text if opts.text != "auto" else _auto_mode(opts.charset)
+
+
+@functools.lru_cache(maxsize=16)
+def _auto_mode(charset: str) -> str:
+    """``lines`` when the alphabet has characters beyond printable ASCII, else ``words``."""
+    chars, _ = label_rules(charset)
+    return "lines" if chars - RENDERABLE - {" "} else "words"
 
 
 def text_label(text: str, charset: str) -> str | None:
@@ -181,6 +199,10 @@ def _candidate(rng: random.Random, opts: TextOptions) -> str:
 
 def sample_text(rng: random.Random, opts: TextOptions) -> str:
     """A text to render whose label (:func:`text_label`) is non-empty and at most ``max_len`` long."""
+    if text_mode(opts) == "lines":
+        from crnn.data.lines import sample_line
+
+        return sample_line(rng, opts)
     for attempt in range(100):
         # Unusual alphabets: after a while, fall back to strings of the alphabet's own characters.
         text = _candidate(rng, opts) if attempt < 30 else _random_chars(rng, opts)

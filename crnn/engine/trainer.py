@@ -46,8 +46,20 @@ def prepare_data(cfg: Config) -> None:
             continue
         from crnn.data.synth import generate_lmdb
 
-        log.info("generating %d synthetic samples into %s (seed %d)", num, path, seed)
-        generate_lmdb(path, num, seed=seed, workers=cfg.data.synth_workers, progress=D.is_main_process())
+        opts = synth_options(cfg)
+        log.info("generating %d synthetic %s into %s (seed %d)", num,
+                 "samples" if opts.text == "words" else f"text lines for {cfg.model.charset}", path, seed)
+        generate_lmdb(path, num, seed=seed, workers=cfg.data.synth_workers, progress=D.is_main_process(), opts=opts)
+
+
+def synth_options(cfg: Config):
+    """What data.synth_num makes: English words (defaults), or text lines of model.charset beyond ASCII."""
+    from crnn.data.synth import SynthOptions
+    from crnn.data.words import text_mode
+
+    lines = SynthOptions(charset=cfg.model.charset, height=cfg.data.height, max_len=cfg.data.max_label_length,
+                         text="lines")
+    return lines if text_mode(SynthOptions(charset=cfg.model.charset)) == "lines" else SynthOptions(text="words")
 
 
 def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
