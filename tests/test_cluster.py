@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from crnn.engine.state import Sighting, choose_source, look_at
+from tests.procs import descendants, kill_tree
 from tests.conftest import REPO
 
 TINY = ["model.variant=vgg_small", "data.batch_size=4", "data.num_workers=0", "train.amp=off", "train.log_every=1",
@@ -47,28 +48,12 @@ def _two_nodes(cmds: list[list[str]], timeout: float = 150) -> list[tuple[int, s
         outs = [p.communicate(timeout=timeout)[0] for p in procs]
     finally:
         for p in procs:
-            _kill_tree(p)
+            kill_tree(p)
     return [(p.returncode, o) for p, o in zip(procs, outs)]
 
 
-def _descendants(pid: int) -> list[int]:
-    """Child processes of ``pid``, recursively (pgrep -P)."""
-    kids = [int(k) for k in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()]
-    return kids + [g for k in kids for g in _descendants(k)]
 
 
-def _kill_tree(proc: subprocess.Popen) -> None:
-    """SIGKILL what is left of a process this test started and of its descendants (torchrun workers run in their own
-    process groups), then collect it."""
-    import signal
-
-    if proc.poll() is None:
-        for pid in [*_descendants(proc.pid), proc.pid]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    proc.communicate()
 
 
 def _step(path: Path) -> int:
@@ -166,14 +151,14 @@ def test_killed_machine_ends_the_survivor_within_the_join_time_then_both_resume(
             assert survivor.poll() is None and victim.poll() is None, "training ended before the kill"
             assert time.monotonic() < deadline, "no checkpoint at step 4"
             time.sleep(0.1)
-        for pid in [victim.pid, *_descendants(victim.pid)]:  # the machine dies: its agent and its worker
+        for pid in [victim.pid, *descendants(victim.pid)]:  # the machine dies: its agent and its worker
             os.kill(pid, signal.SIGKILL)
         killed_at = time.monotonic()
         log = survivor.communicate(timeout=join_s + 120)[0]
         took = time.monotonic() - killed_at
     finally:
         for p in (survivor, victim):
-            _kill_tree(p)
+            kill_tree(p)
     assert survivor.returncode != 0 and "Traceback" not in log, log[-4000:]
     lines = [ln for ln in log.splitlines() if ln.startswith("train_ddp.sh: gave up")]
     assert len(lines) == 1 and f"(agent pid {victim.pid})" in lines[0] and "lost machine(s): " in lines[0], log[-4000:]
@@ -188,7 +173,7 @@ def test_killed_machine_ends_the_survivor_within_the_join_time_then_both_resume(
         logs = [p.communicate(timeout=240)[0] for p in procs]
     finally:
         for p in procs:
-            _kill_tree(p)
+            kill_tree(p)
     assert [p.returncode for p in procs] == [0, 0], logs[0][-3000:] + logs[1][-3000:]
     assert re.search(rf"resumed from \S+last\.pt at step {stopped} ", logs[0] + logs[1])
     assert max(_step(a / "last.pt"), _step(b / "last.pt")) == stopped + 2
@@ -284,7 +269,7 @@ def test_srun_style_processes_form_one_group(tmp_path, words_lmdb):
         logs = [p.communicate(timeout=200)[0] for p in procs]
     finally:
         for p in procs:
-            _kill_tree(p)
+            kill_tree(p)
     assert [p.returncode for p in procs] == [0, 0], logs[0][-3000:] + logs[1][-3000:]
     assert "mode: ddp on cpu (world size 2)" in logs[0]
     assert _step(tmp_path / "run" / "last.pt") == 2
@@ -308,7 +293,7 @@ def test_sigusr1_preemption_saves_last_pt_and_the_requeued_run_resumes(tmp_path,
         proc.send_signal(signal.SIGUSR1)
         log = _peek_output(proc) + proc.communicate(timeout=120)[0]
     finally:
-        _kill_tree(proc)
+        kill_tree(proc)
     assert proc.returncode == 128 + signal.SIGUSR1, log[-3000:]
     assert "received SIGUSR1" in log and "Traceback" not in log
     stopped = _step(out / "last.pt")
@@ -350,6 +335,6 @@ def test_ctrl_c_while_waiting_for_the_other_machines_stops_at_once(tmp_path, wor
         seen += proc.communicate(timeout=30)[0]
         took = time.monotonic() - t0
     finally:
-        _kill_tree(proc)
+        kill_tree(proc)
     assert proc.returncode == 130 and took < 15 and "Traceback" not in seen, seen[-3000:]
     assert len([ln for ln in seen.splitlines() if ln.startswith("train_ddp.sh: ") and "waiting" not in ln]) == 1

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from crnn.cli.train import main as train_main
+from tests.procs import descendants, kill_tree
 from tests.conftest import REPO, make_lmdb, random_words, render_png
 
 TINY = ["data.batch_size=4", "data.num_workers=0", "train.amp=off", "train.log_every=1", "train.warmup_steps=0",
@@ -57,22 +58,8 @@ def _spawn(cmd: list[str], env: dict | None = None) -> subprocess.Popen:
                             env=env or PY_ENV, start_new_session=True)
 
 
-def _descendants(pid: int) -> list[int]:
-    """Child processes of ``pid``, recursively (from /proc, via pgrep -P)."""
-    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
-    kids = [int(k) for k in out]
-    return kids + [g for k in kids for g in _descendants(k)]
 
 
-def _reap(proc: subprocess.Popen) -> None:
-    """Kill what is left of a process this test started (it and its descendants, by pid)."""
-    if proc.poll() is None:
-        for pid in [*_descendants(proc.pid), proc.pid]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    proc.communicate()
 
 
 def _wait_for_checkpoint(proc: subprocess.Popen, path: Path, step: int, deadline_s: float = 300) -> None:
@@ -88,7 +75,7 @@ def _wait_for_checkpoint(proc: subprocess.Popen, path: Path, step: int, deadline
 
 def _worker_pid(agent: int, rank: int) -> int:
     """The pid of torchrun worker ``rank`` (read from the workers' environment in /proc)."""
-    for pid in _descendants(agent):
+    for pid in descendants(agent):
         try:
             env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         except OSError:
@@ -115,7 +102,7 @@ def test_killed_worker_is_restarted_and_resumes_from_the_last_checkpoint(tmp_pat
         os.kill(_worker_pid(proc.pid, 0), signal.SIGKILL)
         log = proc.communicate(timeout=540)[0]
     finally:
-        _reap(proc)
+        kill_tree(proc)
     assert proc.returncode == 0, log[-3000:]
     assert _ckpt(out / "last.pt")["step"] == steps
     assert re.search(r"exitcode\s*:\s*-9|failed \(exitcode: -9\)", log), log[-3000:]
@@ -188,7 +175,7 @@ def test_signal_to_single_process_saves_and_resume_finishes(tmp_path, words_lmdb
         os.killpg(proc.pid, sig)
         log = proc.communicate(timeout=240)[0]
     finally:
-        _reap(proc)
+        kill_tree(proc)
     assert proc.returncode == 128 + sig, log[-3000:]
     assert "Traceback" not in log and "DataLoader worker" not in log, log[-3000:]
     assert log.count(f"received {sig.name}") == 1
@@ -212,7 +199,7 @@ def test_ctrl_c_to_torchrun_stops_every_rank_cleanly_and_resume_finishes(tmp_pat
         os.killpg(proc.pid, signal.SIGINT)
         log = proc.communicate(timeout=240)[0]
     finally:
-        _reap(proc)
+        kill_tree(proc)
     assert proc.returncode == 130, log[-3000:]
     assert "Traceback" not in log, log[-3000:]
     assert "train_ddp.sh: stopped by SIGINT" in log
@@ -235,7 +222,7 @@ def test_sigterm_to_torchrun_agent_saves_and_exits_143(tmp_path, words_lmdb):
         os.kill(proc.pid, signal.SIGTERM)  # only the agent, as a scheduler would: it forwards SIGTERM to the workers
         log = proc.communicate(timeout=240)[0]
     finally:
-        _reap(proc)
+        kill_tree(proc)
     assert proc.returncode == 143, log[-3000:]
     assert "Traceback" not in log and "received SIGTERM" in log, log[-3000:]
     stopped = _ckpt(out / "last.pt")["step"]
@@ -336,7 +323,7 @@ def _run_with_fault(tmp_path: Path, train: Path, fault: str) -> subprocess.Compl
     try:
         log = proc.communicate(timeout=240)[0]
     finally:
-        _reap(proc)
+        kill_tree(proc)
     return subprocess.CompletedProcess(cmd, proc.returncode, log, "")
 
 
