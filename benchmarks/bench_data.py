@@ -1,8 +1,9 @@
 """Data-loader throughput (images/s) with 0, 1, 2 workers next to the model's training-step throughput.
 
 Builds an LMDB of 32x100 JPEG word crops (the IIIT5K train crops of the shared data folder resized, or, when
-they are absent, word crops from the product's synthetic generator; see crnn/shared_data.py), times full epochs of ``build_train_loader`` (worker start-up excluded), then
-times training steps of ``vgg_small`` (AdamW + CTC) on the same batch size in the same run.
+they are absent, word crops from the product's synthetic generator; see crnn/shared_data.py), times full epochs
+of ``build_train_loader`` (worker start-up excluded), then times training steps of ``vgg_small`` (AdamW + CTC) on
+the same batch size in the same run.
 
     python benchmarks/bench_data.py --out bench_data.json       # full run
     python benchmarks/bench_data.py --quick                     # CI-sized, a few seconds

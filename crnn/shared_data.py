@@ -16,7 +16,7 @@ ENV_VAR = "CRNN_SHARED_DATA"
 
 
 def shared_data_dir() -> Path:
-    """The folder that may hold real data sets: ``$CRNN_SHARED_DATA`` if set, else ``../shared/data`` beside the repo."""
+    """The folder that may hold real data sets: ``$CRNN_SHARED_DATA`` if set, else ``../shared/data`` by the repo."""
     env = os.environ.get(ENV_VAR)
     if env:
         return Path(env)
