@@ -2,6 +2,7 @@
 
     python scripts/demo_heldout.py init weights/crnn_vgg_small.pt --charset digits --out data/demo/init.pt
     python scripts/demo_heldout.py report runs/demo/heldout_eval.json     # crnn-eval --json output -> table + line
+    python scripts/demo_heldout.py report runs/demo/init_eval.json --before
     python scripts/demo_heldout.py export data/demo/heldout.lmdb data/demo/heldout_png --num 6
     crnn-predict --format json DIR/*.png | python scripts/demo_heldout.py compare DIR
 
@@ -48,16 +49,24 @@ def init(weights: Path, charset_spec: str, out: Path) -> str:
             f"fresh for {charset.num_classes} classes: {', '.join(fresh)}")
 
 
-def report(eval_json: Path) -> str:
-    """crnn-eval's table for its --json summary, then the demo line."""
+def _reads(summary: dict) -> tuple[int, int, float]:
+    """(correct, samples, percent) of a crnn-eval --json summary, pooled over its datasets."""
+    overall = summary["overall"]
+    m = int(overall["samples"])
+    n = round(overall["word_acc"] * m)
+    return n, m, 100 * n / max(m, 1)
+
+
+def report(eval_json: Path, before: bool = False) -> str:
+    """crnn-eval's table for its --json summary, then the demo line; ``before``: only a line for the starting point."""
     from crnn.cli.evaluate import print_table
 
     summary = json.loads(eval_json.read_text(encoding="utf-8"))
+    n, m, pct = _reads(summary)
+    if before:
+        return f"before training, the starting point reads {n} of {m} held-out images ({pct:.1f}%)"
     print_table(summary, sys.stdout)
-    overall = summary["overall"]
-    m = overall["samples"]
-    n = round(overall["word_acc"] * m)
-    return f"demo: the model trained here reads {n} of {m} held-out images ({100 * n / max(m, 1):.1f}%)"
+    return f"demo: the model trained here reads {n} of {m} held-out images ({pct:.1f}%)"
 
 
 def export(lmdb: Path, out: Path, num: int) -> str:
@@ -97,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     i.add_argument("weights", type=Path)
     i.add_argument("--charset", required=True)
     i.add_argument("--out", type=Path, required=True)
-    sub.add_parser("report").add_argument("eval_json", type=Path)
+    r = sub.add_parser("report")
+    r.add_argument("eval_json", type=Path)
+    r.add_argument("--before", action="store_true", help="one line for the model before training, no table")
     e = sub.add_parser("export")
     e.add_argument("lmdb", type=Path)
     e.add_argument("out", type=Path)
@@ -108,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "init":
             print(init(args.weights, args.charset, args.out))
         elif args.cmd == "report":
-            print(report(args.eval_json))
+            print(report(args.eval_json, args.before))
         elif args.cmd == "export":
             print(export(args.lmdb, args.out, args.num))
         else:

@@ -31,6 +31,8 @@ def test_demo_report_prints_the_demo_line(tmp_path):
     lines = res.stdout.splitlines()
     assert lines[-1] == "demo: the model trained here reads 183 of 200 held-out images (91.5%)"
     assert any(line.startswith("h.lmdb") for line in lines) and "'123'" in res.stdout
+    res = _run_heldout("report", str(tmp_path / "e.json"), "--before")
+    assert res.stdout == "before training, the starting point reads 183 of 200 held-out images (91.5%)\n"
     res = _run_heldout("report", str(tmp_path / "missing.json"))
     assert res.returncode == 2 and res.stderr.startswith("demo_heldout: error:") and "Traceback" not in res.stderr
 
