@@ -39,6 +39,9 @@ synth heldout 2 200
 echo "== 2. train: the shipped network with a new output layer for the digits alphabet, configs/demo.yaml =="
 [ -f "$DATA/init.pt" ] ||
   python scripts/demo_heldout.py init weights/crnn_vgg_small.pt --charset digits --out "$DATA/init.pt"
+mkdir -p "$RUN"
+crnn-eval --weights "$DATA/init.pt" --data "$DATA/heldout.lmdb" --protocol exact --worst 0 --json > "$RUN/init_eval.json"
+python scripts/demo_heldout.py report "$RUN/init_eval.json" --before
 T0=$SECONDS
 if [ "$RETRAIN" = 1 ]; then
   crnn-train --config configs/demo.yaml train.resume=none
