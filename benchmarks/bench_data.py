@@ -1,8 +1,9 @@
 """Data-loader throughput (images/s) with 0, 1, 2 workers next to the model's training-step throughput.
 
-Builds an LMDB of 32x100 JPEG word crops (IIIT5K train crops resized, or synthetic noise when
-those are absent), times full epochs of ``build_train_loader`` (worker start-up excluded), then
-times training steps of ``vgg_small`` (AdamW + CTC) on the same batch size in the same run.
+Builds an LMDB of 32x100 JPEG word crops (the IIIT5K train crops of the shared data folder resized, or, when
+they are absent, word crops from the product's synthetic generator; see crnn/shared_data.py), times full epochs
+of ``build_train_loader`` (worker start-up excluded), then times training steps of ``vgg_small`` (AdamW + CTC) on
+the same batch size in the same run.
 
     python benchmarks/bench_data.py --out bench_data.json       # full run
     python benchmarks/bench_data.py --quick                     # CI-sized, a few seconds
@@ -18,7 +19,6 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from PIL import Image
@@ -26,39 +26,43 @@ from PIL import Image
 from crnn.charset import Charset
 from crnn.data.lmdb_io import write_lmdb
 from crnn.data.loader import build_train_loader
+from crnn.shared_data import shared_dataset
 
-CROPS = "/work/shared/data/iiit5k_train"
 SIZE = dict(height=32, width=100, keep_ratio=False, max_width=100, channels=1)
 
 
 def crop_samples(n: int, seed: int = 0) -> list[tuple[bytes, str]]:
-    """``n`` JPEG-encoded 32x100 crops with alnum labels: real IIIT5K crops when available, else noise."""
-    rng = np.random.default_rng(seed)
-    real = _real_crops(n) if os.path.isdir(CROPS) else []
+    """``n`` JPEG-encoded 32x100 crops with alnum labels: real IIIT5K crops when available, else synthetic ones."""
+    crops = shared_dataset("iiit5k_train")
+    real = _real_crops(str(crops), n) if crops is not None else _synthetic_crops(min(n, 512), seed)
     out = []
     for i in range(n):
-        if real:
-            img, label = real[i % len(real)]
-        else:
-            img = Image.fromarray(rng.integers(0, 256, (32, 100), dtype=np.uint8), "L")
-            label = "".join(rng.choice(list("abcdefghij0123456789"), size=int(rng.integers(3, 10))))
+        img, label = real[i % len(real)]
         buf = io.BytesIO()
         img.save(buf, "JPEG", quality=90)
         out.append((buf.getvalue(), label))
     return out
 
 
-def _real_crops(limit: int) -> list[tuple[Image.Image, str]]:
-    """Up to ``limit`` IIIT5K train crops resized to 100x32, alnum labels only."""
+def _real_crops(folder: str, limit: int) -> list[tuple[Image.Image, str]]:
+    """Up to ``limit`` crops of a gt.txt folder resized to 100x32, alnum labels only."""
     crops: list[tuple[Image.Image, str]] = []
-    with open(os.path.join(CROPS, "gt.txt"), encoding="utf-8") as f:
+    with open(os.path.join(folder, "gt.txt"), encoding="utf-8") as f:
         for line in f:
             if len(crops) >= limit:
                 break
             rel, label = line.rstrip("\n").split("\t", 1)
             if label.isalnum() and label.isascii():
-                crops.append((Image.open(os.path.join(CROPS, rel)).convert("RGB").resize((100, 32)), label))
+                crops.append((Image.open(os.path.join(folder, rel)).convert("RGB").resize((100, 32)), label))
     return crops
+
+
+def _synthetic_crops(num: int, seed: int) -> list[tuple[Image.Image, str]]:
+    """``num`` crops from the synthetic generator (alnum36 labels) resized to 100x32."""
+    from crnn.data.synth import SynthOptions, find_fonts, iter_samples
+
+    samples = iter_samples(num, seed, find_fonts(), SynthOptions(charset="alnum36"), workers=os.cpu_count() or 1)
+    return [(Image.open(io.BytesIO(data)).convert("RGB").resize((100, 32)), label) for data, label in samples]
 
 
 def time_loader(path: str, workers: int, batch_size: int, epochs: int, augment: bool) -> dict:

@@ -1,6 +1,7 @@
 """Throughput and accuracy of crnn-predict's library path against Tesseract on the same real word crops.
 
     python benchmarks/bench_predict.py                       # shipped model, all of iiit5k_train
+    python benchmarks/bench_predict.py --data DIR            # any folder with a gt.txt
     python benchmarks/bench_predict.py --quick --out /tmp/bench_predict.json
     python benchmarks/bench_predict.py --weights runs/x/best.pt --limit 500 --amp bf16
 
@@ -8,6 +9,11 @@ crnn: ``Recognizer.predict_paths`` in this process (file reading, resizing, batc
 timed after a warm-up pass. Tesseract: ``tesseract IMG stdout --psm 7`` (one text line) per image with
 OMP_THREAD_LIMIT=1, once with as many parallel processes as cores and once single-process. Accuracy is
 word accuracy under the alnum-insensitive protocol (lowercase, keep 0-9a-z) for both.
+
+Without --data the real crops are ``iiit5k_train`` in the shared data folder (``$CRNN_SHARED_DATA``, else
+``../shared/data``, see crnn/shared_data.py); when they are absent the benchmark says so and runs on synthetic crops
+rendered by the product's own generator (``crnn-synth``, a fixed seed) instead, so the speeds still compare but the
+accuracies describe synthetic text, not real photos.
 """
 from __future__ import annotations
 
@@ -17,24 +23,29 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
 
+from crnn.shared_data import ENV_VAR, shared_data_dir, shared_dataset
+
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "iiit5k_train"
 PROTOCOL = "alnum-insensitive"
+SYNTH_SEED = 7  # the synthetic fallback set; different from the seeds the shipped model was trained on (1, 2)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Command-line options."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--weights", help="checkpoint (default: the shipped model in weights/)")
-    p.add_argument("--data", default=str(DEFAULT_DATA), help="folder with gt.txt (PATH<TAB>label lines)")
+    p.add_argument("--data", help="folder with gt.txt (PATH<TAB>label lines); default: the shared iiit5k_train "
+                                  "crops, else synthetic crops")
     p.add_argument("--limit", type=int, help="use the first N images (default: all)")
     p.add_argument("--quick", action="store_true", help="40 images, for CI")
+    p.add_argument("--synth-num", type=int, default=500, help="images of the synthetic fallback (default 500)")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--amp", choices=("off", "bf16"), default="off")
     p.add_argument("--device", default="cpu")
@@ -56,6 +67,19 @@ def read_gt(folder: Path, limit: int | None) -> tuple[list[str], list[str]]:
             labels.append(label)
     n = limit if limit is not None else len(paths)
     return paths[:n], labels[:n]
+
+
+def write_synthetic_crops(folder: Path, num: int) -> None:
+    """``num`` synthetic word crops (alnum36 labels) as JPEG files plus a gt.txt in ``folder``."""
+    from crnn.data.synth import SynthOptions, find_fonts, iter_samples
+
+    (folder / "IMG").mkdir(parents=True)
+    lines = []
+    opts = SynthOptions(charset="alnum36")
+    for i, (data, label) in enumerate(iter_samples(num, SYNTH_SEED, find_fonts(), opts, workers=os.cpu_count() or 1)):
+        (folder / "IMG" / f"{i}.jpg").write_bytes(data)
+        lines.append(f"IMG/{i}.jpg\t{label}")
+    (folder / "gt.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def word_accuracy(preds: list[str], labels: list[str]) -> float:
@@ -130,10 +154,33 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    paths, labels = read_gt(Path(args.data), 40 if args.quick else args.limit)
-    if not paths:
-        print(f"bench_predict: error: no images listed in {Path(args.data) / 'gt.txt'}", file=sys.stderr)
-        return 2
+    limit = 40 if args.quick else args.limit
+    with tempfile.TemporaryDirectory(prefix="bench_predict_") as tmp:
+        folder, args.data_name = choose_data(args.data, Path(tmp), min(limit or args.synth_num, args.synth_num))
+        gt = folder / "gt.txt"
+        paths, labels = read_gt(folder, limit) if gt.is_file() else ([], [])
+        if not paths:
+            why = "no images listed in" if gt.is_file() else "not found:"
+            print(f"bench_predict: error: {why} {gt}; --data takes a folder with a gt.txt", file=sys.stderr)
+            return 2
+        return run(args, paths, labels)
+
+
+def choose_data(data: str | None, tmp: Path, synth_num: int) -> tuple[Path, str]:
+    """(folder with gt.txt, name for the report): --data, else the shared iiit5k_train, else synthetic crops in tmp."""
+    if data is not None:
+        return Path(data), data
+    real = shared_dataset("iiit5k_train")
+    if real is not None:
+        return real, "iiit5k_train"
+    print(f"bench_predict: no real crops in {shared_data_dir() / 'iiit5k_train'} (set {ENV_VAR}); "
+          f"timing {synth_num} synthetic crops (seed {SYNTH_SEED}) instead", file=sys.stderr)
+    write_synthetic_crops(tmp, synth_num)
+    return tmp, f"synthetic (seed {SYNTH_SEED})"
+
+
+def run(args: argparse.Namespace, paths: list[str], labels: list[str]) -> int:
+    """Time crnn (and tesseract), print the table and ratios, optionally write JSON."""
     load_before = os.getloadavg()[0]
     rows = [bench_crnn(args, paths, labels, args.amp)]
     amp_diff = None
@@ -149,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(bench_tesseract(paths, labels, 1))
     elif not args.no_tesseract:
         print("bench_predict: tesseract not found on PATH; measuring crnn only", file=sys.stderr)
-    print(f"{len(paths)} images from {args.data}; accuracy = word accuracy, {PROTOCOL}; "
+    print(f"{len(paths)} images from {args.data_name}; accuracy = word accuracy, {PROTOCOL}; "
           f"{os.cpu_count()} cores, load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}")
     print_table(rows)
     if amp_diff is not None:
@@ -158,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
               if r["name"].startswith("tesseract")}
     for name, ratio in ratios.items():
         print(f"speed ratio {name}: {ratio:.2f}x")
-    result = {"data": args.data, "images": len(paths), "protocol": PROTOCOL, "cores": os.cpu_count(),
+    result = {"data": args.data_name, "images": len(paths), "protocol": PROTOCOL, "cores": os.cpu_count(),
               "torch": torch.__version__, "tesseract": version, "load_average": [load_before, os.getloadavg()[0]],
               "results": rows, "speed_ratios": ratios,
               "amp_bf16_differing_predictions": amp_diff}

@@ -1,8 +1,9 @@
 """Accuracy table of a model next to tesseract 5 on the same images, measured the same way (for the model card).
 
     python scripts/accuracy_table.py --weights weights/crnn_vgg_small.pt \\
-        --data synth_val=data/shipped/synth_val.lmdb:500 --data iiit5k_train=../shared/data/iiit5k_train \\
-        --data svt_train=../shared/data/svt_train --out runs/accuracy.json
+        --data synth_val=data/shipped/synth_val.lmdb:500 --data iiit5k_train="$SHARED/iiit5k_train" \\
+        --data svt_train="$SHARED/svt_train" --out runs/accuracy.json
+    # SHARED=$(python -m crnn.shared_data): the folder of the real crops, $CRNN_SHARED_DATA or else ../shared/data
 
 Each --data is NAME=PATH[:LIMIT] (an LMDB or a folder with gt.txt; LIMIT = first N samples). crnn is scored with
 greedy and beam decoding, lexicon-free; tesseract runs `tesseract IMG stdout --psm 7` per image (OMP_THREAD_LIMIT=1,
@@ -27,7 +28,7 @@ from tqdm import tqdm
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from crnn.data.datasets import open_dataset  # noqa: E402
+from crnn.data.datasets import DatasetError, open_dataset  # noqa: E402
 from crnn.metrics import RecognitionMetrics  # noqa: E402
 
 
@@ -110,7 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.data:
         name, _, rest = spec.partition("=")
         path, _, limit = rest.rpartition(":") if rest.rsplit(":", 1)[-1].isdigit() else (rest, "", "")
-        samples = read_samples(path, int(limit) if limit else None)
+        try:
+            samples = read_samples(path, int(limit) if limit else None)
+        except DatasetError as e:  # e.g. a real-data folder that is not on this machine: one line, no traceback
+            print(f"accuracy_table: error: --data {spec}: {e}", file=sys.stderr)
+            return 2
         tess = tesseract_scores(name, samples, args.protocol, cache)
         Path(args.cache).parent.mkdir(parents=True, exist_ok=True)
         Path(args.cache).write_text(json.dumps(cache))

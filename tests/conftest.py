@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
+from crnn.shared_data import shared_data_dir, shared_dataset  # noqa: F401  (the one place that knows the location)
+
 REPO = Path(__file__).resolve().parent.parent
-SHARED_DATA = REPO.parent / "shared" / "data"
+SHARED_DATA = shared_data_dir()  # optional real crops: $CRNN_SHARED_DATA, else ../shared/data; tests never need them
 DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 
 

@@ -8,9 +8,10 @@ import pytest
 from crnn.charset import Charset
 from crnn.cli.create_lmdb import main
 from crnn.data.datasets import LmdbDataset
+from tests.conftest import shared_dataset
 from tests.test_datasets import png_bytes
 
-IIIT5K = "/work/shared/data/iiit5k_train"
+IIIT5K = shared_dataset("iiit5k_train")  # None when the optional real crops are absent
 
 
 def _folder(root, lines: list[str]):
@@ -79,10 +80,10 @@ def test_missing_inputs_are_one_line_errors(tmp_path, capsys):
         main(["--images", str(tmp_path)])  # --out required without --check
 
 
-@pytest.mark.skipif(not os.path.isdir(IIIT5K), reason="shared IIIT5K crops not available")
+@pytest.mark.skipif(IIIT5K is None, reason="shared IIIT5K crops not available")
 def test_iiit5k_train_to_lmdb(tmp_path):
     out = tmp_path / "iiit5k.lmdb"
-    assert main(["--images", IIIT5K, "--out", str(out), "--quiet"]) == 0
+    assert main(["--images", str(IIIT5K), "--out", str(out), "--quiet"]) == 0
     raw = LmdbDataset(out, charset=None)
     assert len(raw) == 2000 and raw[0][1] == "You"
     kept = LmdbDataset(out, charset=Charset.from_spec("alnum36"))

@@ -19,8 +19,9 @@ from crnn.data.lmdb_io import write_lmdb
 from crnn.engine.checkpoint import model_checkpoint, save_checkpoint
 from crnn.infer import Recognizer
 from crnn.model import build_model
+from tests.conftest import shared_dataset
 
-IIIT5K = Path(__file__).resolve().parents[2] / "shared" / "data" / "iiit5k_train"
+IIIT5K = shared_dataset("iiit5k_train")  # None when the optional real crops are absent
 SUMMARY_KEYS = {"weights", "variant", "step", "num_classes", "protocol", "protocol_requested", "cer_first", "warnings",
                 "decoder", "processes", "device", "datasets", "overall"}
 ROW_KEYS = {"path", "samples", "word_acc", "cer", "ned", "seconds", "images_per_s", "removed_share"}
@@ -94,8 +95,8 @@ def test_json_summary_pools_counts_over_datasets(weights, datasets, capsys):
 
 def test_text_report_on_real_crops(weights, tmp_path, capsys):
     """iiit5k_train (first 40 lines, images linked in place): the table, the pooled row and the worst errors."""
-    if not IIIT5K.is_dir():
-        pytest.skip(f"{IIIT5K} is not available")
+    if IIIT5K is None:
+        pytest.skip("the shared iiit5k_train crops are not available")
     (tmp_path / "IMG").symlink_to(IIIT5K / "IMG")
     lines = (IIIT5K / "gt.txt").read_text(encoding="utf-8").splitlines()[:40]
     (tmp_path / "gt.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -113,8 +114,8 @@ def test_text_report_on_real_crops(weights, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_whole_iiit5k_train_folder_json(weights, capsys):
-    if not IIIT5K.is_dir():
-        pytest.skip(f"{IIIT5K} is not available")
+    if IIIT5K is None:
+        pytest.skip("the shared iiit5k_train crops are not available")
     s = run_json(["--weights", str(weights), "--data", str(IIIT5K), "--batch-size", "128"], capsys)
     assert s["datasets"][0]["samples"] == s["overall"]["samples"] == 2000
     assert 0.0 <= s["overall"]["word_acc"] <= 1.0

@@ -10,7 +10,7 @@ from PIL import Image
 
 from crnn.engine.checkpoint import load_checkpoint
 from crnn.infer import Recognizer, default_weights
-from tests.conftest import REPO, render_png
+from tests.conftest import REPO, render_png, shared_dataset
 
 WORDS = ["hello", "world", "street", "coffee", "market", "2024", "open", "london"]
 
@@ -43,10 +43,10 @@ def test_predict_cli_uses_shipped_model_by_default(tmp_path):
     assert path == str(img) and text == "coffee" and 0.0 < float(conf) <= 1.0
 
 
-@pytest.mark.skipif(not (REPO.parent / "shared/data/svt_train/gt.txt").is_file(), reason="needs ../shared/data")
+@pytest.mark.skipif(shared_dataset("iiit5k_train") is None, reason="needs the shared iiit5k_train crops")
 def test_eval_cli_on_iiit5k_train_prints_summary():
     res = subprocess.run([sys.executable, "-m", "crnn.cli.evaluate", "--data",
-                          str(REPO.parent / "shared/data/iiit5k_train"), "--protocol", "alnum-insensitive",
+                          str(shared_dataset("iiit5k_train")), "--protocol", "alnum-insensitive",
                           "--json"], capture_output=True, text=True, cwd=REPO, timeout=600)
     assert res.returncode == 0, res.stderr
     import json
