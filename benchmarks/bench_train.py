@@ -12,7 +12,7 @@ For each model variant (vgg, vgg_small, resnet18 from ``crnn.model.build_model``
 Both sides do Adam (lr 1e-3) with gradient clipping at 5. Timing interleaves the configurations round by round
 (the machine is shared, so only ratios taken in the same round mean much); a ratio is the median over rounds of
 reference-time / config-time. Also reported: GFLOP/s of the step (FLOPs from ``FlopCounterMode``) against a
-2048x2048 matmul timed in the same run, peak memory (``VmHWM`` of a fresh subprocess per configuration), and the
+an n x n matmul (--matmul-size, 2048; 512 with --quick) timed in the same run, peak memory (``VmHWM`` of a fresh subprocess per configuration), and the
 largest |loss difference| between our fp32 step and the reference over a few steps from the same weights and batches.
 
     python benchmarks/bench_train.py --out bench_train.json           # full run (14 min at 1 thread on 2 busy cores)
@@ -354,13 +354,13 @@ def run_variant(variant: str, args: argparse.Namespace, log: Callable[[str], Non
     batches = make_batches(args.num_batches, args.batch_size)
     modes = [m for m in args.modes if not MODES[m][2] or variant in args.compile_variants]
     steps = build_steps(variant, modes)
-    fns = {name: cycling(step, batches) for name, step in steps.items()} | matmul_fns()
+    fns = {name: cycling(step, batches) for name, step in steps.items()} | matmul_fns(args.matmul_size)
     log(f"{variant}: timing {', '.join(fns)}")
     timing = time_interleaved(fns, args.rounds, args.calls, args.warmup, log)
     t0 = time.perf_counter()
     flops = step_flops(variant, batches[0])
     log(f"  FLOPs counted in {time.perf_counter() - t0:.0f} s")
-    peak = {dt: 2 * 2048 ** 3 / timing[f"matmul_{dt}"]["s_per_call"] / 1e9 for dt in ("fp32", "bf16")}
+    peak = {dt: 2 * args.matmul_size ** 3 / timing[f"matmul_{dt}"]["s_per_call"] / 1e9 for dt in ("fp32", "bf16")}
     rows = {}
     for name in steps:
         t = timing[name]
@@ -400,7 +400,7 @@ def print_table(results: dict) -> None:
     for variant, res in results["variants"].items():
         mm = res["matmul_gflop_per_s"]
         print(f"\n{variant}: {res['params_crnn'] / 1e6:.2f} M params (reference {res['params_reference'] / 1e6:.2f} "
-              f"M), {res['gflop_per_step']:.1f} GFLOP/step; matmul 2048^2 fp32 {mm['fp32']:.0f} / bf16 "
+              f"M), {res['gflop_per_step']:.1f} GFLOP/step; matmul {results['config']['matmul_size']}^2 fp32 {mm['fp32']:.0f} / bf16 "
               f"{mm['bf16']:.0f} GFLOP/s")
         print(head)
         for name, r in res["rows"].items():
@@ -434,13 +434,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="configs whose peak memory is measured, one fresh subprocess each (default: all but the "
                         "compiled ones, which would compile again; give none to skip)")
     p.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's)")
-    p.add_argument("--quick", action="store_true", help="CI-sized: vgg_small, batch 8, fp32/bf16, 2 rounds")
+    p.add_argument("--quick", action="store_true",
+                   help="CI-sized: vgg_small, batch 4, fp32 (and bf16 where the CPU has native bf16), 2 rounds")
     p.add_argument("--out", help="write results as JSON here")
+    p.add_argument("--matmul-size", type=int, default=2048,
+                   help="n of the n x n matmul that gives the peak GFLOP/s (--quick: 512; emulated bf16 at 2048 takes "
+                        "over a minute per call on CPUs without native bf16)")
     p.add_argument("--memory-child", nargs=2, metavar=("VARIANT", "MODE"), help=argparse.SUPPRESS)
     p.add_argument("--memory-steps", type=int, default=2, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.quick:
-        args.variants, args.modes, args.batch_size = ["vgg_small"], ["fp32", "bf16"], 4
+        from crnn.engine.autotune import cpu_bf16_capable
+
+        # emulated bf16 (no native kernels, e.g. AVX2-only CPUs) takes minutes even at this size and proves nothing
+        modes = ["fp32", "bf16"] if torch.cuda.is_available() or cpu_bf16_capable() else ["fp32"]
+        args.variants, args.modes, args.batch_size, args.matmul_size = ["vgg_small"], modes, 4, 512
         args.rounds, args.warmup, args.num_batches, args.loss_steps = 2, 1, 2, 2
         args.memory_configs = ["fp32"] if args.memory_configs is None else args.memory_configs
     if args.memory_configs is None:
