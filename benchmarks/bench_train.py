@@ -11,8 +11,8 @@ For each model variant (vgg, vgg_small, resnet18 from ``crnn.model.build_model``
 
 Both sides do Adam (lr 1e-3) with gradient clipping at 5. Timing interleaves the configurations round by round
 (the machine is shared, so only ratios taken in the same round mean much); a ratio is the median over rounds of
-reference-time / config-time. Also reported: GFLOP/s of the step (FLOPs from ``FlopCounterMode``) against a
-an n x n matmul (--matmul-size, 2048; 512 with --quick) timed in the same run, peak memory (``VmHWM`` of a fresh subprocess per configuration), and the
+reference-time / config-time. Also reported: GFLOP/s of the step (FLOPs from ``FlopCounterMode``) against an n x n
+matmul (--matmul-size: 2048, or 512 with --quick) timed in the same run, peak memory (``VmHWM`` of a fresh subprocess per configuration), and the
 largest |loss difference| between our fp32 step and the reference over a few steps from the same weights and batches.
 
     python benchmarks/bench_train.py --out bench_train.json           # full run (14 min at 1 thread on 2 busy cores)
