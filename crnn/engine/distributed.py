@@ -5,7 +5,6 @@ Every helper works without a process group (rank 0 of 1), so single-process code
 from __future__ import annotations
 
 import datetime
-import gc
 import os
 import re
 import signal
@@ -203,16 +202,20 @@ def comm_failure_reason(exc: BaseException) -> str:
 
 
 def cleanup_distributed() -> None:
-    """Destroy the process group if one exists.
-
-    Objects that may still hold the group (a DDP wrapper and its reducer sit in reference cycles) are collected
-    first, so that the group's gloo threads are shut down here rather than during interpreter finalisation. (Seen twice
-    in one loaded test run: a worker aborted with 'terminate called without an active exception' after a finished
-    run, and torchrun restarted the finished job; not reproduced in a dozen later runs, so this is a precaution.)
-    """
+    """Destroy the process group if one exists."""
     if is_dist():
-        gc.collect()
         dist.destroy_process_group()
+
+
+def finish_ddp() -> None:
+    """After a finished run only: collect what may still hold the process group (a DDP wrapper and its reducer sit in
+    reference cycles), so that the group's gloo threads end when :func:`cleanup_distributed` destroys it and not
+    during interpreter finalisation. A precaution: in one loaded test run a worker aborted at exit ('terminate called
+    without an active exception') after a finished run, and torchrun restarted the finished job; not reproduced in a
+    dozen runs since. Not on error paths: a failing rank must print its one line before torchrun's SIGTERM arrives."""
+    import gc
+
+    gc.collect()
 
 
 def resolve_ddp_comm(comm: str, amp: str) -> str:

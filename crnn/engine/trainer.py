@@ -233,7 +233,10 @@ def fit(cfg: Config) -> dict:
     setup_logging(rt.main)
     st = TrainState()
     try:
-        return _fit(cfg, rt, st)
+        result = _fit(cfg, rt, st)
+        if rt.mode == "ddp":
+            D.finish_ddp()
+        return result
     except RuntimeError as e:
         lost = lost_contact(e, rt, cfg, st.step)
         if lost is None:
