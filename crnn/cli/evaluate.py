@@ -10,7 +10,7 @@ from typing import TextIO
 
 PROG = "crnn-eval"
 EPILOG = """examples:
-  crnn-eval --weights runs/synth_cpu/best.pt --data /work/shared/data/iiit5k_train --data data/val.lmdb
+  crnn-eval --weights runs/synth_cpu/best.pt --data path/to/iiit5k_train --data data/val.lmdb
   crnn-eval --weights best.pt --data lmdbs/ --protocol exact --worst 20 --json
   torchrun --standalone --nproc_per_node=2 -m crnn.cli.evaluate --weights best.pt --data data/val.lmdb
 
