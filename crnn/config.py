@@ -34,7 +34,8 @@ class ModelConfig:
 class DataConfig:
     """Datasets, image geometry and loading."""
 
-    train: list[dict] = field(default_factory=lambda: [{"path": "data/synth_train.lmdb"}])  # [{path, ratio?}]
+    # [{path, ratio?, synth_seed?, synth_style?}]: per-source overrides of the synth_* keys below
+    train: list[dict] = field(default_factory=lambda: [{"path": "data/synth_train.lmdb"}])
     val: list[str] = field(default_factory=list)  # LMDBs or folders with gt.txt
     height: int = 32
     width: int = 100  # fixed width, or the cap with keep_ratio
@@ -51,6 +52,7 @@ class DataConfig:
     synth_num: int = 0  # >0: generate a synthetic LMDB of this size where a train path is missing
     synth_val_num: int = 0  # >0: generate a synthetic validation LMDB next to it and validate on it
     synth_seed: int = 0
+    synth_style: str = "default"  # default | street (crnn-synth --style: street-view geometry, photo backgrounds)
     synth_workers: int = 0  # 0 = all cores
 
 
@@ -105,11 +107,13 @@ class Config:
     train: TrainConfig = field(default_factory=TrainConfig)
 
 
+TRAIN_SOURCE_KEYS = {"path", "ratio", "synth_seed", "synth_style"}
 CHOICES = {
     "model.variant": ("vgg", "vgg_small", "resnet18", "vgg_clova"),
     "model.unknown": ("reject", "drop"),
     "data.interpolation": ("bilinear", "bicubic"),
     "data.pad": ("batch", "edge"),
+    "data.synth_style": ("default", "street"),
     "train.parallel": ("auto", "none", "dp"),
     "train.backend": ("auto", "nccl", "gloo"),
     "train.amp": ("auto", "off", "fp16", "bf16"),
@@ -271,8 +275,14 @@ def validate(cfg: Config) -> None:
         if value not in choices:
             raise ConfigError(f"{key}: {value!r} is not one of {', '.join(choices)}")
     for src in cfg.data.train:
-        if not isinstance(src, dict) or "path" not in src or set(src) - {"path", "ratio"}:
-            raise ConfigError(f"data.train: each entry needs 'path' (and optionally 'ratio'), got {src!r}")
+        if not isinstance(src, dict) or "path" not in src or set(src) - TRAIN_SOURCE_KEYS:
+            raise ConfigError(f"data.train: each entry needs 'path' (and optionally 'ratio', 'synth_seed', "
+                              f"'synth_style'), got {src!r}")
+        if src.get("synth_style", "default") not in CHOICES["data.synth_style"]:
+            raise ConfigError(f"data.train: synth_style {src['synth_style']!r} is not one of "
+                              f"{', '.join(CHOICES['data.synth_style'])}")
+        if not isinstance(src.get("synth_seed", 0), int):
+            raise ConfigError(f"data.train: synth_seed must be an integer, got {src['synth_seed']!r}")
     positive = {"data.height": cfg.data.height, "data.width": cfg.data.width, "data.batch_size": cfg.data.batch_size,
                 "data.max_label_length": cfg.data.max_label_length, "train.steps": cfg.train.steps,
                 "train.accum_steps": cfg.train.accum_steps, "train.log_every": cfg.train.log_every,

@@ -36,6 +36,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--line-len", type=int, default=0, metavar="N",
                    help="text lines of exactly N characters (e.g. 10 for 32x280 Chinese lines); "
                         "default: 1..--max-len")
+    p.add_argument("--style", choices=("default", "street"), default="default",
+                   help="street: street-view crops (strong perspective, curved baselines, 10-20 px text scaled up, "
+                        "photo backgrounds from scikit-image's sample images; needs pip install scikit-image); "
+                        "default: the generator the shipped models started from")
     p.add_argument("--max-len", type=int, default=20, help="longest text (default 20)")
     p.add_argument("--words", metavar="FILE",
                    help="word list, one per line, most frequent first (default: built-in English list; "
@@ -76,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         opts = SynthOptions(height=args.height, charset=args.charset, max_len=max(args.max_len, args.line_len),
-                            words=args.words, text=args.text, line_len=args.line_len)
+                            words=args.words, text=args.text, line_len=args.line_len, style=args.style)
         if args.list_fonts:
             fonts = find_fonts(args.fonts)
             print("\n".join(fonts))

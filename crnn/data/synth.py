@@ -9,6 +9,11 @@ whatever the number of workers. The pipeline, per word:
 4. a loose or tight crop (sometimes cutting the text a little), neighbouring text and sign edges;
 5. colours with varied contrast over flat, gradient, textured or cluttered backgrounds;
 6. camera effects: lighting, low resolution, blur, motion blur, noise, JPEG artefacts.
+
+``style="street"`` pushes the geometry and the camera towards street-view crops (SVT, SVTP, CUTE80): stronger
+perspective (one end of the word nearer the camera), more and deeper curved baselines, text at 13-22 pixels scaled
+back up, more blur, and text over crops of natural photographs (the sample images that scikit-image ships; none
+contains text). The default style is unchanged (the same seed gives the same bytes as before).
 """
 from __future__ import annotations
 
@@ -37,6 +42,14 @@ __all__ = [
 ]
 
 
+STYLES = ("default", "street")
+
+# scikit-image's bundled sample photographs used as street-style backgrounds: scenes and surfaces, none with text
+# (text.png, page.png, logo.png, the clock and the astronaut's patches are left out on purpose).
+PHOTO_FILES = ("brick.png", "camera.png", "chelsea.png", "coffee.png", "grass.png", "gravel.png", "moon.png",
+               "coins.png", "hubble_deep_field.jpg", "retina.jpg", "cell.png", "color.png")
+
+
 @dataclass
 class SynthOptions:
     """What to generate. ``charset``: a crnn.charset spec; labels are folded to it."""
@@ -49,8 +62,11 @@ class SynthOptions:
     max_width: int = 0  # 0 = no limit; wider images are squeezed to this width
     text: str = "auto"  # words (scene-text words) | lines (text lines) | auto: lines for alphabets beyond ASCII
     line_len: int = 0  # lines: every line has this many characters; 0 = 1..max_len
+    style: str = "default"  # default | street: street-view geometry, photo backgrounds, harsher camera
 
     def __post_init__(self) -> None:
+        if self.style not in STYLES:
+            raise ValueError(f"style must be one of {', '.join(STYLES)}, got {self.style!r}")
         if self.height < 8:
             raise ValueError(f"height must be >= 8, got {self.height}")
         if self.max_len < 1:
@@ -158,18 +174,32 @@ def _perspective_coeffs(src: np.ndarray, dst: np.ndarray) -> list[float]:
     return np.linalg.solve(np.asarray(a, float), src.reshape(8).astype(float)).tolist()
 
 
-def _warp(stack: np.ndarray, rng: random.Random, fs: int) -> np.ndarray:
-    """Rotate, shear and tilt the mask stack; the output is sized to hold the result."""
+def _warp(stack: np.ndarray, rng: random.Random, fs: int, street: bool = False) -> np.ndarray:
+    """Rotate, shear and tilt the mask stack; the output is sized to hold the result.
+
+    ``street``: larger angles and shears, and often a keystone (one end of the word taller, as seen from the side).
+    """
     h, w = stack.shape[:2]
     src = np.array([[0, 0], [w, 0], [w, h], [0, h]], float)
-    ang = math.radians(rng.gauss(0, 1.5) if rng.random() < 0.97 else rng.uniform(-10, 10))
-    shear = rng.uniform(-0.35, 0.35) if rng.random() < 0.3 else 0.0
+    if street:
+        ang = math.radians(rng.gauss(0, 4) if rng.random() < 0.85 else rng.uniform(-25, 25))
+        shear = rng.uniform(-0.5, 0.5) if rng.random() < 0.4 else 0.0
+    else:
+        ang = math.radians(rng.gauss(0, 1.5) if rng.random() < 0.97 else rng.uniform(-10, 10))
+        shear = rng.uniform(-0.35, 0.35) if rng.random() < 0.3 else 0.0
     pts = src - [w / 2, h / 2]
+    if street and rng.random() < 0.5:  # keystone: the far end of the word is shorter (and a little narrower)
+        far = rng.uniform(0.45, 0.9)
+        side = 1 if rng.random() < 0.5 else 0  # 1: the right end is far
+        for i, right in enumerate((False, True, True, False)):
+            if right == bool(side):
+                pts[i, 1] *= far
+        pts[:, 0] *= rng.uniform(0.75, 1.0)
     pts = pts @ np.array([[1, -shear], [0, 1]]).T  # x -= shear * y: y grows down, so shear > 0 leans right
     c, s = math.cos(ang), math.sin(ang)
     pts = pts @ np.array([[c, -s], [s, c]]).T
-    if rng.random() < 0.3:
-        jitter = fs * rng.uniform(0.03, 0.15)
+    if rng.random() < (0.5 if street else 0.3):
+        jitter = fs * (rng.uniform(0.05, 0.3) if street else rng.uniform(0.03, 0.15))
         pts = pts + np.array([[rng.uniform(-jitter, jitter) for _ in range(2)] for _ in range(4)])
     if abs(ang) < 1e-3 and shear == 0.0 and np.allclose(pts + [w / 2, h / 2], src):
         return stack
@@ -180,10 +210,10 @@ def _warp(stack: np.ndarray, rng: random.Random, fs: int) -> np.ndarray:
     return np.asarray(im)
 
 
-def _curve(stack: np.ndarray, rng: random.Random, fs: int) -> np.ndarray:
-    """Bend the baseline: shift each column vertically along an arc or a wave."""
+def _curve(stack: np.ndarray, rng: random.Random, fs: int, street: bool = False) -> np.ndarray:
+    """Bend the baseline: shift each column vertically along an arc or a wave (``street``: deeper arcs)."""
     h, w = stack.shape[:2]
-    amp = fs * rng.uniform(0.1, 0.35)
+    amp = fs * (rng.uniform(0.2, 1.0) if street else rng.uniform(0.1, 0.35))
     x = np.linspace(-1.0, 1.0, w)
     if rng.random() < 0.7:
         shift = amp * (x ** 2) * rng.choice([-1, 1])
@@ -356,6 +386,45 @@ def _background(h: int, w: int, bg: np.ndarray, gap: float, rng: random.Random,
     return np.asarray(im, np.float32)
 
 
+@functools.lru_cache(maxsize=1)
+def _photos() -> tuple[np.ndarray, ...]:
+    """The street style's background photographs (RGB uint8, at most 512 px a side), loaded once per process."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("skimage")
+    if spec is None or not spec.submodule_search_locations:
+        raise NoFontsError("the street style draws backgrounds from scikit-image's sample photographs: "
+                           "pip install scikit-image (or pip install -e '.[street]')")
+    folder = os.path.join(list(spec.submodule_search_locations)[0], "data")
+    out = []
+    for name in PHOTO_FILES:
+        path = os.path.join(folder, name)
+        if not os.path.exists(path):
+            continue
+        im = Image.open(path).convert("RGB")
+        im.thumbnail((512, 512))
+        out.append(np.asarray(im))
+    if not out:
+        raise NoFontsError(f"no sample photographs found in {folder}: reinstall scikit-image")
+    return tuple(out)
+
+
+def _photo_background(h: int, w: int, bg: np.ndarray, gap: float, rng: random.Random) -> np.ndarray:
+    """A crop of a natural photograph, scaled to (H, W), its tones squeezed around ``bg`` within the contrast gap."""
+    photo = _photos()[rng.randrange(len(_photos()))]
+    ph, pw = photo.shape[:2]
+    scale = rng.uniform(0.5, 3.0)
+    cw, ch = min(pw, max(4, round(w * scale))), min(ph, max(4, round(h * scale)))
+    x0, y0 = rng.randint(0, pw - cw), rng.randint(0, ph - ch)
+    crop = Image.fromarray(photo[y0:y0 + ch, x0:x0 + cw]).resize((w, h), Image.Resampling.BILINEAR)
+    arr = np.asarray(crop, np.float32)
+    if rng.random() < 0.5:
+        arr = arr.mean(axis=2, keepdims=True).repeat(3, axis=2)  # keep the structure, take the colour from bg
+    dev = arr - arr.mean(axis=(0, 1))
+    span = float(np.abs(dev).max()) or 1.0
+    return np.clip(bg + dev * (rng.uniform(0.3, 0.75) * gap / span), 0, 255)
+
+
 def _ramp(h: int, w: int, rng: random.Random) -> np.ndarray:
     """A linear ramp (H, W) from 0 to 1 in a random direction."""
     ang = rng.uniform(0, 2 * math.pi)
@@ -376,7 +445,11 @@ def _compose(stack: np.ndarray, clutter: np.ndarray | None, style: dict[str, Any
     """Colour the mask layers over a background; returns (H, W, 3) float32."""
     h, w = stack.shape[:2]
     bg_col, fg_col = _palette(rng, style["severity"] < 0.3)
-    bg = _background(h, w, bg_col, abs(_luma(fg_col) - _luma(bg_col)), rng, nrng)
+    gap = abs(_luma(fg_col) - _luma(bg_col))
+    if style.get("street") and rng.random() < 0.35:
+        bg = _photo_background(h, w, bg_col, gap, rng)
+    else:
+        bg = _background(h, w, bg_col, gap, rng, nrng)
     img = bg
     if style["shadow"]:
         shadow_col = _color(rng, 0, 60) if rng.random() < 0.7 else fg_col * 0.5
@@ -446,12 +519,13 @@ def _camera(img: np.ndarray, rng: random.Random, nrng: np.random.Generator, opts
     im = Image.fromarray(np.clip(img, 0, 255).astype(np.uint8))
     R = Image.Resampling
     resample = rng.choice([R.BILINEAR, R.BICUBIC, R.LANCZOS, R.BOX])
-    if rng.random() < 0.4 * sev:  # low resolution, scaled back up
-        f = 1 - sev * rng.uniform(0.3, 0.6)
+    street = opts.style == "street"
+    if rng.random() < (0.1 + 0.5 * sev if street else 0.4 * sev):  # low resolution, scaled back up
+        f = rng.uniform(0.4, 0.7) if street else 1 - sev * rng.uniform(0.3, 0.6)  # street: text ~13-22 px high
         im = im.resize((max(1, round(out_w * f)), max(2, round(H * f))), resample)
         resample = rng.choice([R.BILINEAR, R.BICUBIC, R.NEAREST])
     im = im.resize((out_w, H), resample)
-    r = rng.random()
+    r = rng.random() * (0.8 if street else 1.0)
     if r < 0.1 + 0.3 * sev:
         im = im.filter(ImageFilter.GaussianBlur(rng.uniform(0.3, 0.4 + 0.8 * sev)))
     elif r < 0.1 + 0.4 * sev:
@@ -483,9 +557,10 @@ def render_word(text: str, rng: random.Random, fonts: list[str], opts: SynthOpti
     fs = max(8, round(cap / info.cap_height))
     stack, style = _layers(text, info, fs, rng)
     style["severity"] = sev = rng.random()
-    stack = _warp(stack, rng, fs)
-    if rng.random() < 0.06:
-        stack = _curve(stack, rng, fs)
+    street = style["street"] = opts.style == "street"
+    stack = _warp(stack, rng, fs, street)
+    if rng.random() < (0.2 if street else 0.06):
+        stack = _curve(stack, rng, fs, street)
     stack = _crop(stack, _crop_box(stack, rng))
     clutter = _clutter(stack, rng, fonts, fs, opts) if rng.random() < 0.25 else None
     img = _lighting(_compose(stack, clutter, style, rng, nrng), rng)

@@ -38,28 +38,34 @@ log = logging.getLogger("crnn")
 # ----------------------------------------------------------------------------- data
 def prepare_data(cfg: Config) -> None:
     """Generate synthetic LMDBs that the config names but that do not exist yet (the same data from the same seed
-    wherever it runs; :func:`fit` runs it on rank 0 first, then on each machine's local rank 0)."""
-    jobs = [(s["path"], cfg.data.synth_num, cfg.data.synth_seed) for s in cfg.data.train]
-    jobs += [(p, cfg.data.synth_val_num, cfg.data.synth_seed + 10_000_019) for p in cfg.data.val]
-    for path, num, seed in jobs:
+    wherever it runs; :func:`fit` runs it on rank 0 first, then on each machine's local rank 0). A train entry's
+    ``synth_seed`` / ``synth_style`` override ``data.synth_seed`` / ``data.synth_style`` for that source."""
+    d = cfg.data
+    jobs = [(s["path"], d.synth_num, s.get("synth_seed", d.synth_seed), s.get("synth_style", d.synth_style))
+            for s in d.train]
+    jobs += [(p, d.synth_val_num, d.synth_seed + 10_000_019, d.synth_style) for p in d.val]
+    for path, num, seed, style in jobs:
         if Path(path).exists() or num <= 0:
             continue
         from crnn.data.synth import generate_lmdb
 
-        opts = synth_options(cfg)
-        log.info("generating %d synthetic %s into %s (seed %d)", num,
-                 "samples" if opts.text == "words" else f"text lines for {cfg.model.charset}", path, seed)
-        generate_lmdb(path, num, seed=seed, workers=cfg.data.synth_workers, progress=D.is_main_process(), opts=opts)
+        opts = synth_options(cfg, style)
+        log.info("generating %d synthetic %s into %s (seed %d%s)", num,
+                 "samples" if opts.text == "words" else f"text lines for {cfg.model.charset}", path, seed,
+                 "" if style == "default" else f", style {style}")
+        generate_lmdb(path, num, seed=seed, workers=d.synth_workers, progress=D.is_main_process(), opts=opts)
 
 
-def synth_options(cfg: Config):
+def synth_options(cfg: Config, style: str = "default"):
     """What data.synth_num makes: English words (defaults), or text lines of model.charset beyond ASCII."""
     from crnn.data.synth import SynthOptions
     from crnn.data.words import text_mode
 
     lines = SynthOptions(charset=cfg.model.charset, height=cfg.data.height, max_len=cfg.data.max_label_length,
-                         text="lines")
-    return lines if text_mode(SynthOptions(charset=cfg.model.charset)) == "lines" else SynthOptions(text="words")
+                         text="lines", style=style)
+    if text_mode(SynthOptions(charset=cfg.model.charset)) == "lines":
+        return lines
+    return SynthOptions(text="words", style=style)
 
 
 def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
