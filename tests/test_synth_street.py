@@ -1,4 +1,4 @@
-"""Street-style synthetic words (crnn-synth --style street): determinism, geometry, photo backgrounds, errors, config."""
+"""Street-style synthetic words (crnn-synth --style street): determinism, geometry, photo backgrounds, errors."""
 from __future__ import annotations
 
 import importlib.util
@@ -12,7 +12,7 @@ import pytest
 from crnn.cli.synth import main as synth_main
 from crnn.config import ConfigError, load_config
 from crnn.data import synth
-from crnn.data.fonts import NoFontsError, find_fonts
+from crnn.data.fonts import find_fonts
 from crnn.data.synth import PHOTO_FILES, SynthOptions, iter_samples, make_sample
 
 DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
@@ -87,12 +87,14 @@ def test_street_without_scikit_image_is_a_one_line_error_and_writes_nothing(
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "skimage" else real(name, *a))
     synth._photos.cache_clear()
     try:
-        with pytest.raises(NoFontsError, match="pip install scikit-image"):
+        with pytest.raises(synth.MissingPhotosError, match="pip install scikit-image"):
             for i in range(40):  # about a third of street samples draw a photo background
                 make_sample(i, 1, fonts, STREET)
+        with pytest.raises(synth.MissingPhotosError, match="pip install scikit-image"):
+            synth.check_options(STREET, fonts)  # before any worker starts
         out = tmp_path / "s.lmdb"
         code = synth_main(["--style", "street", "--num", "30", "--out", str(out), "--fonts", os.path.dirname(fonts[0]),
-                           "--workers", "1", "--quiet"])
+                           "--workers", "2", "--quiet"])
         err = capsys.readouterr().err.strip()
         assert code == 2 and len(err.splitlines()) == 1 and "pip install scikit-image" in err
         assert not out.exists()
@@ -113,7 +115,10 @@ def test_train_entries_override_the_synth_seed_and_style(monkeypatch: pytest.Mon
     from crnn.engine import trainer
 
     calls = []
-    monkeypatch.setattr(synth, "generate_lmdb", lambda path, num, seed, opts, **kw: calls.append((path, num, seed, opts.style)))
+    def fake_generate(path, num, seed, opts, **kw):
+        calls.append((path, num, seed, opts.style))
+
+    monkeypatch.setattr(synth, "generate_lmdb", fake_generate)
     a, b, v = (str(tmp_path / n) for n in ("a.lmdb", "b.lmdb", "v.lmdb"))
     cfg = load_config(None, [f"data.train=[{{path: {a}}}, {{path: {b}, synth_seed: 9, synth_style: street}}]",
                              f"data.val=[{v}]", "data.synth_num=100", "data.synth_val_num=10", "data.synth_seed=4"])

@@ -386,6 +386,11 @@ def _background(h: int, w: int, bg: np.ndarray, gap: float, rng: random.Random,
     return np.asarray(im, np.float32)
 
 
+class MissingPhotosError(NoFontsError):
+    """The street style's background photographs are not installed (a NoFontsError, so every command that reports
+    a generator set-up problem in one line reports this one too; make_sample does not retry it)."""
+
+
 @functools.lru_cache(maxsize=1)
 def _photos() -> tuple[np.ndarray, ...]:
     """The street style's background photographs (RGB uint8, at most 512 px a side), loaded once per process."""
@@ -393,7 +398,7 @@ def _photos() -> tuple[np.ndarray, ...]:
 
     spec = importlib.util.find_spec("skimage")
     if spec is None or not spec.submodule_search_locations:
-        raise NoFontsError("the street style draws backgrounds from scikit-image's sample photographs: "
+        raise MissingPhotosError("the street style draws backgrounds from scikit-image's sample photographs: "
                            "pip install scikit-image (or pip install -e '.[street]')")
     folder = os.path.join(list(spec.submodule_search_locations)[0], "data")
     out = []
@@ -405,7 +410,7 @@ def _photos() -> tuple[np.ndarray, ...]:
         im.thumbnail((512, 512))
         out.append(np.asarray(im))
     if not out:
-        raise NoFontsError(f"no sample photographs found in {folder}: reinstall scikit-image")
+        raise MissingPhotosError(f"no sample photographs found in {folder}: reinstall scikit-image")
     return tuple(out)
 
 
@@ -611,6 +616,8 @@ def check_options(opts: SynthOptions, fonts: Sequence[str]) -> None:
                 f"charset {opts.charset!r}: {len(missing)} of {len(alphabet)} characters cannot be drawn by any of "
                 f"the {len(fonts)} font(s): {describe(missing)}; install fonts that have them (CJK: apt-get install "
                 f"{' '.join(CJK_FONT_PACKAGES)}) or pass --fonts DIR")
+    if opts.style == "street":
+        _photos()  # a missing scikit-image fails here, not in a worker halfway through
     make_sample(0, 0, fonts, opts)
 
 
