@@ -37,7 +37,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="text lines of exactly N characters (e.g. 10 for 32x280 Chinese lines); "
                         "default: 1..--max-len")
     p.add_argument("--style", choices=("default", "street"), default="default",
-                   help="street: street-view crops (strong perspective, curved baselines, 10-20 px text scaled up, "
+                   help="street: street-view crops (strong perspective, curved baselines, 13-22 px text scaled up, "
                         "photo backgrounds from scikit-image's sample images; needs pip install scikit-image); "
                         "default: the generator the shipped models started from")
     p.add_argument("--max-len", type=int, default=20, help="longest text (default 20)")
