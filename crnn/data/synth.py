@@ -190,10 +190,7 @@ def _warp(stack: np.ndarray, rng: random.Random, fs: int, street: bool = False) 
     pts = src - [w / 2, h / 2]
     if street and rng.random() < 0.5:  # keystone: the far end of the word is shorter (and a little narrower)
         far = rng.uniform(0.45, 0.9)
-        side = 1 if rng.random() < 0.5 else 0  # 1: the right end is far
-        for i, right in enumerate((False, True, True, False)):
-            if right == bool(side):
-                pts[i, 1] *= far
+        pts[[1, 2] if rng.random() < 0.5 else [0, 3], 1] *= far  # the right end's corners, or the left end's
         pts[:, 0] *= rng.uniform(0.75, 1.0)
     pts = pts @ np.array([[1, -shear], [0, 1]]).T  # x -= shear * y: y grows down, so shear > 0 leans right
     c, s = math.cos(ang), math.sin(ang)
@@ -399,7 +396,7 @@ def _photos() -> tuple[np.ndarray, ...]:
     spec = importlib.util.find_spec("skimage")
     if spec is None or not spec.submodule_search_locations:
         raise MissingPhotosError("the street style draws backgrounds from scikit-image's sample photographs: "
-                           "pip install scikit-image (or pip install -e '.[street]')")
+                                 "pip install scikit-image (or pip install -e '.[street]')")
     folder = os.path.join(list(spec.submodule_search_locations)[0], "data")
     out = []
     for name in PHOTO_FILES:
@@ -416,7 +413,8 @@ def _photos() -> tuple[np.ndarray, ...]:
 
 def _photo_background(h: int, w: int, bg: np.ndarray, gap: float, rng: random.Random) -> np.ndarray:
     """A crop of a natural photograph, scaled to (H, W), its tones squeezed around ``bg`` within the contrast gap."""
-    photo = _photos()[rng.randrange(len(_photos()))]
+    photos = _photos()
+    photo = photos[rng.randrange(len(photos))]
     ph, pw = photo.shape[:2]
     scale = rng.uniform(0.5, 3.0)
     cw, ch = min(pw, max(4, round(w * scale))), min(ph, max(4, round(h * scale)))
