@@ -22,3 +22,13 @@ def kill_tree(proc: subprocess.Popen) -> None:
             except ProcessLookupError:
                 pass
     proc.communicate()
+
+
+def wait_all(procs: list[subprocess.Popen], timeout: float) -> list[str]:
+    """The merged output of each process, waiting up to ``timeout`` s for each; whatever is left afterwards (on a
+    timeout too) is killed with its descendants."""
+    try:
+        return [p.communicate(timeout=timeout)[0] for p in procs]
+    finally:
+        for p in procs:
+            kill_tree(p)

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from crnn.engine.state import Sighting, choose_source, look_at
-from tests.procs import descendants, kill_tree
+from tests.procs import descendants, kill_tree, wait_all
 from tests.conftest import REPO
 
 TINY = ["model.variant=vgg_small", "data.batch_size=4", "data.num_workers=0", "train.amp=off", "train.log_every=1",
@@ -44,11 +44,7 @@ def _two_nodes(cmds: list[list[str]], timeout: float = 150) -> list[tuple[int, s
     """Run both agents at once; (return code, merged output) of each."""
     procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, cwd=REPO,
                               start_new_session=True) for c in cmds]
-    try:
-        outs = [p.communicate(timeout=timeout)[0] for p in procs]
-    finally:
-        for p in procs:
-            kill_tree(p)
+    outs = wait_all(procs, timeout)
     return [(p.returncode, o) for p, o in zip(procs, outs)]
 
 
@@ -169,11 +165,7 @@ def test_killed_machine_ends_the_survivor_within_the_join_time_then_both_resume(
 
     port = free_port()
     procs = [_node(o, words_lmdb, port, 60, *run, "train.stop_after=2") for o in (a, b)]
-    try:
-        logs = [p.communicate(timeout=240)[0] for p in procs]
-    finally:
-        for p in procs:
-            kill_tree(p)
+    logs = wait_all(procs, 240)
     assert [p.returncode for p in procs] == [0, 0], logs[0][-3000:] + logs[1][-3000:]
     assert re.search(rf"resumed from \S+last\.pt at step {stopped} ", logs[0] + logs[1])
     assert max(_step(a / "last.pt"), _step(b / "last.pt")) == stopped + 2
@@ -265,11 +257,7 @@ def test_srun_style_processes_form_one_group(tmp_path, words_lmdb):
             [sys.executable, "-m", "crnn.cli.train", f"data.train=[{{path: {words_lmdb}}}]",
              f"train.output_dir={tmp_path / 'run'}", *TINY, "train.steps=2"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO))
-    try:
-        logs = [p.communicate(timeout=200)[0] for p in procs]
-    finally:
-        for p in procs:
-            kill_tree(p)
+    logs = wait_all(procs, 200)
     assert [p.returncode for p in procs] == [0, 0], logs[0][-3000:] + logs[1][-3000:]
     assert "mode: ddp on cpu (world size 2)" in logs[0]
     assert _step(tmp_path / "run" / "last.pt") == 2
