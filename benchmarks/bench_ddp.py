@@ -211,26 +211,36 @@ def time_cases(cases: dict[str, Case], args: argparse.Namespace, rank: int) -> d
 
 
 def worker(args: argparse.Namespace) -> None:
-    """Body of each torchrun process: build the cases, time them, rank 0 writes the raw results."""
+    """Body of each torchrun process: time the cases, rank 0 writes the raw results, then tear the group down."""
     info = D.init_distributed("cpu", "gloo")
     try:
-        torch.set_num_threads(1)
-        cases = build_cases(args, info.rank, info.world_size)
-        numel = count_parameters(crnn_model_for_size())
-        cases["all_reduce of the gradient size"] = allreduce_case(numel)
-        raw = time_cases(cases, args, info.rank)
-        idle = [None] * info.world_size
-        dist.all_gather_object(idle, {n: r["idle_rank_cpu_s"] for n, r in raw.items()})
-        if info.rank == 0:
-            for name, case in cases.items():
-                raw[name]["idle_rank_cpu_s"] = [v for other in idle[1:] for v in other[name]]
-                raw[name]["solo"], raw[name]["threads"] = case.solo, case.threads
-                raw[name]["comm"] = case.timer.steps if case.timer else None
-            result = {"world_size": info.world_size, "params": numel, "raw": raw}
-            with open(args.worker, "w", encoding="utf-8") as f:
-                json.dump(result, f)
+        time_and_write(args, info)
+        # Every DDP wrapper (and its reducer, comm hook and futures) was a local of that call; collect the cycles
+        # now, so that the gloo group dies in destroy_process_group below and not during interpreter finalisation,
+        # where a gloo thread that needs the GIL aborts the process ('terminate called without an active
+        # exception' after the last round, seen in CI).
+        D.finish_ddp()
     finally:
         D.cleanup_distributed()
+
+
+def time_and_write(args: argparse.Namespace, info: D.DistInfo) -> None:
+    """Build the cases, time them, gather the idle ranks' CPU use; rank 0 writes the raw results."""
+    torch.set_num_threads(1)
+    cases = build_cases(args, info.rank, info.world_size)
+    numel = count_parameters(crnn_model_for_size())
+    cases["all_reduce of the gradient size"] = allreduce_case(numel)
+    raw = time_cases(cases, args, info.rank)
+    idle = [None] * info.world_size
+    dist.all_gather_object(idle, {n: r["idle_rank_cpu_s"] for n, r in raw.items()})
+    if info.rank == 0:
+        for name, case in cases.items():
+            raw[name]["idle_rank_cpu_s"] = [v for other in idle[1:] for v in other[name]]
+            raw[name]["solo"], raw[name]["threads"] = case.solo, case.threads
+            raw[name]["comm"] = case.timer.steps if case.timer else None
+        result = {"world_size": info.world_size, "params": numel, "raw": raw}
+        with open(args.worker, "w", encoding="utf-8") as f:
+            json.dump(result, f)
 
 
 def crnn_model_for_size() -> torch.nn.Module:

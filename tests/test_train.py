@@ -184,6 +184,35 @@ def test_ddp_ranks_hold_identical_parameters(tmp_path, words_lmdb):
         assert torch.equal(r0[k], r1[k]), k
 
 
+@pytest.mark.slow
+def test_ddp_wrapper_is_gone_before_the_process_group_is_destroyed(tmp_path, words_lmdb):
+    """A DDP wrapper still alive when the gloo group is destroyed keeps the group until interpreter finalisation,
+    where a gloo thread that needs the GIL aborts the process ('terminate called without an active exception';
+    5 of 20 two-rank runs of a small repro) and torchrun reports a finished run as failed. Each rank records how
+    many wrappers are alive at that moment: none."""
+    script = tmp_path / "teardown.py"
+    script.write_text(
+        "import gc, sys, torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel\n"
+        "import crnn.engine.distributed as D\n"
+        "orig = D.cleanup_distributed\n"
+        "def cleanup():\n"
+        "    if D.is_dist():\n"
+        "        alive = sum(isinstance(o, DistributedDataParallel) for o in gc.get_objects())\n"
+        f"        open(r'{tmp_path}/alive%d.txt' % dist.get_rank(), 'w').write(str(alive))\n"
+        "    orig()\n"
+        "D.cleanup_distributed = cleanup\n"
+        "from crnn.cli.train import main\n"
+        "sys.exit(main(sys.argv[1:]))\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(script),
+           *_overrides(tmp_path, words_lmdb, None, "train.steps=2", "train.val_every=0", "train.save_every=0",
+                       "train.ddp_comm=bf16")]  # bf16: a comm hook with Python futures, the likeliest to abort
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env, cwd=REPO)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert [(tmp_path / f"alive{r}.txt").read_text() for r in (0, 1)] == ["0", "0"]
+
+
 def test_torchrun_with_dp_is_an_error(tmp_path, words_lmdb, monkeypatch):
     monkeypatch.setenv("RANK", "0")
     monkeypatch.setenv("WORLD_SIZE", "1")
