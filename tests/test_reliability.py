@@ -229,6 +229,46 @@ def test_sigterm_to_torchrun_agent_saves_and_exits_143(tmp_path, words_lmdb):
     assert 2 <= stopped < steps and f"stopped at step {stopped}/{steps} (signal)" in log
 
 
+def test_ctrl_c_while_the_trainer_starts_is_one_line_and_130(tmp_path, words_lmdb, monkeypatch, capsys):
+    """Ctrl-C in a worker's first seconds (config loading, before fit installs its signal handlers): one line."""
+    import crnn.config
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(crnn.config, "load_config", interrupted)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    try:
+        rc = train_main(_args(tmp_path / "run", words_lmdb))
+    except KeyboardInterrupt:
+        pytest.fail("KeyboardInterrupt escaped crnn-train's main (a traceback for the user)")
+    assert rc == 130
+    assert capsys.readouterr().err == "crnn-train: rank 1 of 2: interrupted\n"
+
+
+def test_ctrl_c_while_the_launcher_imports_torch_is_one_line_and_130(monkeypatch, capsys):
+    """Ctrl-C during the launcher's first second or two (importing torch), before torchrun forwards signals."""
+    import types
+
+    from crnn.cli import launch
+
+    class Importing(types.ModuleType):
+        def __getattr__(self, name):
+            if name == "run_torchrun":
+                raise KeyboardInterrupt
+            raise AttributeError(name)
+
+    monkeypatch.setitem(sys.modules, "crnn.engine.distributed", Importing("crnn.engine.distributed"))
+    monkeypatch.setenv("CRNN_LAUNCH_PROG", "train_ddp.sh")
+    try:
+        rc = launch.main(["--standalone", "--nproc_per_node=2", "-m", "crnn.cli.train"])
+    except KeyboardInterrupt:
+        pytest.fail("KeyboardInterrupt escaped crnn-launch's main (a traceback for the user)")
+    assert rc == 130
+    assert capsys.readouterr().err == "train_ddp.sh: interrupted before training started\n"
+
+
 # ------------------------------------------------------------------------------------------- non-finite losses
 def _nan_forward(monkeypatch, bad_calls) -> None:
     """Make the model's forward return NaN logits on the given (1-based) calls; ``bad_calls(n) -> bool``."""

@@ -30,10 +30,14 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             join = int(value)
             break
-    from crnn.engine.distributed import run_torchrun
-
     prog = os.environ.get("CRNN_LAUNCH_PROG", "crnn-launch")  # the script that called us names itself
-    return run_torchrun(args, join, lambda line: print(f"{prog}: {line}", file=sys.stderr, flush=True))
+    say = lambda line: print(f"{prog}: {line}", file=sys.stderr, flush=True)  # noqa: E731
+    try:
+        from crnn.engine.distributed import run_torchrun  # imports torch: a second or two
+    except KeyboardInterrupt:  # Ctrl-C before any worker started: nothing to save
+        say("interrupted before training started")
+        return 130
+    return run_torchrun(args, join, say)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of crnn-train."""
     args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except KeyboardInterrupt:  # also while torch and the config load (Ctrl-C in the first seconds of a torchrun job)
+        print(f"crnn-train: {_rank_prefix()}interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Load the config and train; errors become one line and an exit code (1 or 2)."""
     from crnn.config import ConfigError, dump_config, load_config
 
     try:
@@ -45,9 +54,6 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         summary = fit(cfg)
-    except KeyboardInterrupt:
-        print(f"crnn-train: {_rank_prefix()}interrupted", file=sys.stderr)
-        return 130
     except (TrainingError, ValueError, OSError) as e:
         msg = _one_line(e)
         print(f"crnn-train: error: {'' if msg.startswith('rank ') else _rank_prefix()}{msg}", file=sys.stderr)
