@@ -332,6 +332,23 @@ def test_diverging_learning_rate_stops_cleanly(tmp_path, words_lmdb, capsys):
     assert "non-finite losses/gradients in a row" in _error_line(capsys.readouterr().err)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_failed_ddp_run_ends_with_the_launchers_one_line(tmp_path, words_lmdb):
+    """Both ranks fail (diverging LR): each prints its error line, then train_ddp.sh one line naming the first failed
+    rank and its exit code, and exits 1 — no traceback from the launcher."""
+    res = subprocess.run(_train_ddp(tmp_path / "run", words_lmdb, "train.steps=20", "train.lr=1e30",
+                                    "train.max_nonfinite=2", restarts=0),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO, env=PY_ENV, timeout=240)
+    assert res.returncode == 1, res.stdout[-3000:]
+    assert "Traceback" not in res.stdout, res.stdout[-3000:]
+    assert "crnn-train: error: rank 1 of 2: 2 non-finite losses/gradients in a row" in res.stdout \
+        or "crnn-train: error: rank 0 of 2: 2 non-finite losses/gradients in a row" in res.stdout, res.stdout[-3000:]
+    # which rank torchrun sees fail first, and so the exit code it reports, depends on timing
+    assert re.fullmatch(r"train_ddp\.sh: training failed \(rank [01], exit code -?\d+\); its error line is above",
+                        res.stdout.rstrip().splitlines()[-1]), res.stdout[-3000:]
+
+
 # ------------------------------------------------------------------------------------------- failing / hanging ranks
 FAULT_WRAPPER = """
 import os, signal, sys, time

@@ -362,9 +362,8 @@ def run_torchrun(argv: list[str], join_timeout_s: int, say) -> int:
             "check --rdzv-endpoint / MASTER_ADDR:MASTER_PORT is reachable from every machine, then restart")
         return 1
     except ChildFailedError as e:
-        failures = e.failures
-        first = failures[min(failures)] if failures else None
-        say(f"training failed (rank {first.rank if first else '?'}, exit code {first.exitcode if first else '?'}); "
-            "its error line is above")
+        rank = min(e.failures) if e.failures else None  # failures: {global rank: ProcessFailure}
+        code = e.failures[rank].exitcode if rank is not None else "?"
+        say(f"training failed (rank {'?' if rank is None else rank}, exit code {code}); its error line is above")
         return 1
     return 0
