@@ -5,6 +5,7 @@ Multi-process cases start real torchrun groups on the CPU (gloo) in their own se
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -267,6 +268,29 @@ def test_ctrl_c_while_the_launcher_imports_torch_is_one_line_and_130(monkeypatch
         pytest.fail("KeyboardInterrupt escaped crnn-launch's main (a traceback for the user)")
     assert rc == 130
     assert capsys.readouterr().err == "train_ddp.sh: interrupted before training started\n"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_workers_stop_and_save_when_the_agent_is_killed(tmp_path, words_lmdb):
+    """kill -9 of the torchrun agent alone: nobody is left to stop the workers, so they notice it themselves (their
+    parent changed) and stop as on SIGTERM, with last.pt saved, instead of training on unsupervised."""
+    out, steps = tmp_path / "run", 400
+    proc = _spawn(_train_ddp(out, words_lmdb, f"train.steps={steps}", "train.save_every=2"))
+    workers = []
+    try:
+        _wait_for_checkpoint(proc, out / "last.pt", 2)
+        workers = [_worker_pid(proc.pid, r) for r in (0, 1)]
+        os.kill(proc.pid, signal.SIGKILL)  # train_ddp.sh execs the launcher: this pid is the agent
+        log = proc.communicate(timeout=120)[0]  # the workers hold the output pipe: EOF once both have exited
+    finally:
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        kill_tree(proc)
+    assert log.count(f"the torchrun agent (pid {proc.pid}) is gone") == 2, log[-3000:]
+    stopped = _ckpt(out / "last.pt")["step"]
+    assert 2 <= stopped < steps and f"stopped at step {stopped}/{steps} (signal)" in log, log[-3000:]
 
 
 # ------------------------------------------------------------------------------------------- non-finite losses

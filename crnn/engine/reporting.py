@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import time
 from pathlib import Path
@@ -40,13 +41,23 @@ class StopFlag:
     """Set by SIGINT/SIGTERM/SIGHUP/SIGUSR1; the loop checks it between steps, saves and exits cleanly.
 
     torchrun forwards these signals from its agent to every worker (and waits 30 s, --shutdown-timeout, before
-    SIGKILL); a second signal gives up at once.
+    SIGKILL); a second signal gives up at once. ``agent``: the pid of the torchrun agent that started this worker;
+    :meth:`poll` treats its death (kill -9, OOM killer) like SIGTERM, since without an agent nobody would ever stop
+    the workers (they would go on training, unsupervised, holding their devices, until the last step).
     """
 
-    def __init__(self, main: bool = True) -> None:
+    def __init__(self, main: bool = True, agent: int | None = None) -> None:
         self.signum: int | None = None
         self.main = main
+        self.agent = agent
         self._old: dict = {}
+
+    def poll(self, rank: int) -> None:
+        """Between steps: if the agent is gone (this process was re-parented), stop as if SIGTERM had arrived."""
+        if self.signum is None and self.agent is not None and os.getppid() != self.agent:
+            self.signum = signal.SIGTERM
+            log.warning("rank %d: the torchrun agent (pid %d) is gone: finishing this step, saving a checkpoint "
+                        "and stopping", rank, self.agent)
 
     def __enter__(self) -> "StopFlag":
         for s in STOP_SIGNALS:

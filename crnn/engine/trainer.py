@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
 import signal
 import time
 from pathlib import Path
@@ -299,7 +300,8 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
         remove_stale_temporaries(out)
     tb = open_tensorboard(cfg, rt)
     try:
-        with StopFlag(rt.main) as stop:
+        agent = os.getppid() if rt.mode == "ddp" and "TORCHELASTIC_RUN_ID" in os.environ else None
+        with StopFlag(rt.main, agent) as stop:
             ended = _loop(cfg, rt, model, bare, charset, train_loader, vals, opt, sched, scaler, st, tb, stop)
     finally:
         if tb is not None:
@@ -343,6 +345,7 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
                 meter.add(loss, n_img)
             else:
                 _count_nonfinite(st, nonfinite_run, cfg, rt)
+            stop.poll(rt.rank)
             signalled = D.any_rank(stop.signum is not None)
             if not signalled:  # on a signal, save at once: no validation that could outlast torchrun's grace time
                 _periodic(cfg, rt, model, charset, vals, st, tb, meter, t_start, step0, opt,
