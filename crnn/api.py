@@ -58,6 +58,10 @@ class TrainSummary:
     images_seen: int
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # per data.val path: last.pt's
     # samples, word_acc, cer, ned, computed as crnn-eval does (train.protocol, train.decoder)
+    before: dict[str, dict[str, float]] = field(default_factory=dict)  # per data.val and train.base_val path:
+    # the same metrics at step 0 (recorded when train.base_val is set), to set "after" against
+    base_metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # per train.base_val path: the final
+    # model's metrics on the base domain (train.base_protocol); with ``before``: what fine-tuning forgot
 
 
 def _one_line(e: BaseException) -> str:
@@ -294,7 +298,8 @@ def train(config: Config | str | os.PathLike, overrides: Sequence[str] = ()) -> 
     return TrainSummary(out, last if last.is_file() else None, best if best.is_file() else None,
                         int(result["step"]), cfg.train.steps, result["ended"],
                         best_acc if best_acc is not None and best_acc >= 0 else None,
-                        int(result.get("images_seen", 0)), metrics)
+                        int(result.get("images_seen", 0)), metrics, dict(result.get("before") or {}),
+                        dict(result.get("base_after") or {}))
 
 
 def _final_metrics(cfg: Config, last: Path) -> dict[str, dict[str, float]]:

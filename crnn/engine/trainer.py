@@ -23,6 +23,9 @@ from crnn.engine import distributed as D
 from crnn.engine.autotune import choose_amp
 from crnn.engine.checkpoint import CheckpointError, check_not_foreign, load_model_weights, unwrap_model
 from crnn.engine.evaluate import autocast_context, evaluate
+from crnn.engine.alphabet_change import fit_alphabet
+from crnn.engine.finetune import (ValSets, base_protocol, build_base_loaders, forgetting_report, generate_base_style,
+                                  training_sources, validate_base)
 from crnn.engine.optim import build_optimizer, build_scaler, build_scheduler, lr_factor  # noqa: F401 (re-exported)
 from crnn.engine.reporting import STOP_SIGNALS, Meter, StopFlag, _fmt_time, log_validation, open_tensorboard
 from crnn.engine.runtime import Runtime, TrainingError, seed_everything, setup_logging, setup_runtime
@@ -55,6 +58,7 @@ def prepare_data(cfg: Config) -> None:
                  "samples" if opts.text == "words" else f"text lines for {cfg.model.charset}", path, seed,
                  "" if style == "default" else f", style {style}")
         generate_lmdb(path, num, seed=seed, workers=d.synth_workers, progress=D.is_main_process(), opts=opts)
+    generate_base_style(cfg, D.is_main_process())  # rehearsal data and base-domain held-out sets (fine-tuning)
 
 
 def synth_options(cfg: Config, style: str = "default"):
@@ -70,7 +74,8 @@ def synth_options(cfg: Config, style: str = "default"):
 
 
 def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
-    """Training loader (sharded under DDP) and named validation loaders."""
+    """Training loader (sharded under DDP, rehearsal data mixed in) and named validation loaders (a ValSets: the
+    data.val loaders, plus the train.base_val ones in ``.base``)."""
     from crnn.data.datasets import DatasetError
     from crnn.data.loader import build_eval_loader, build_train_loader, preprocess_options
 
@@ -78,7 +83,7 @@ def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
     geom = dict(height=d.height, width=d.width, keep_ratio=d.keep_ratio, max_width=d.max_width,
                 channels=cfg.model.in_channels, **preprocess_options(d))
     try:
-        train = build_train_loader(d.train, charset, **geom, batch_size=d.batch_size, num_workers=d.num_workers,
+        train = build_train_loader(training_sources(cfg), charset, **geom, batch_size=d.batch_size, num_workers=d.num_workers,
                                    max_label_length=d.max_label_length, augment=d.augment, seed=cfg.train.seed,
                                    rank=rt.rank, world_size=rt.world_size)
     except DatasetError as e:
@@ -90,7 +95,8 @@ def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
                                         rank=rt.rank, world_size=rt.world_size)
         except DatasetError as e:
             raise TrainingError(f"data.val: {e}") from None
-    for loader in (train.loader, *vals.values()):
+    vals = ValSets(vals, build_base_loaders(cfg, rt, geom), cfg.train.base_protocol)
+    for loader in (train.loader, *vals.values(), *vals.base.values()):
         loader.worker_init_fn = functools.partial(_worker_init, loader.worker_init_fn)
     return train, vals
 
@@ -106,18 +112,28 @@ def _worker_init(previous, worker_id: int) -> None:
         previous(worker_id)
 
 
-def build_training_model(cfg: Config, charset: Charset, rt: Runtime) -> tuple[nn.Module, nn.Module]:
-    """Return (model as trained — possibly wrapped, the bare model)."""
+def build_training_model(cfg: Config, charset: Charset, rt: Runtime,
+                         info: dict | None = None) -> tuple[nn.Module, nn.Module]:
+    """Return (model as trained — possibly wrapped, the bare model).
+
+    ``train.init_weights`` trained on another alphabet has its output rows matched by character
+    (:mod:`crnn.engine.alphabet_change`). ``info``, when given, receives ``base_charset`` (that checkpoint's
+    alphabet, None without one) and ``alphabet_change``."""
     m, t = cfg.model, cfg.train
     model = build_model(m.variant, m.in_channels, charset.num_classes, m.hidden or None, m.batch_norm)
     if t.init_weights:
         try:
             ck = shared_checkpoint("train.init_weights", t.init_weights, rt)
             check_not_foreign(ck)
-            load_model_weights(model, ck.model_state, strict=True)
+            state, change, base_charset = fit_alphabet(ck, charset, model)
+            load_model_weights(model, state, strict=True)
         except CheckpointError as e:
             raise TrainingError(_checkpoint_problem("train.init_weights", t.init_weights, e)) from None
         log.info("initialised weights from %s (%s, keys had prefix %r)", t.init_weights, ck.kind, ck.source_prefix)
+        if change is not None and not change.unchanged and rt.main:
+            log.info(change.describe())
+        if info is not None:
+            info.update(base_charset=base_charset, alphabet_change=change)
     if t.model_parallel:
         model.place(t.model_parallel[0], t.model_parallel[1])
         log.info("model parallel: CNN on %s, sequence model on %s", *t.model_parallel)
@@ -176,7 +192,11 @@ def validate_all(model, vals: dict, charset, cfg: Config, rt: Runtime, step: int
         if rt.main:
             log_validation(name, res, step, tb, cfg.train.protocol)
         accs.append(res.metrics["word_acc"])
-    return sum(accs) / len(accs)
+        if isinstance(vals, ValSets):
+            vals.last[name] = {k: res.metrics[k] for k in ("samples", "word_acc", "cer", "ned")}
+    if isinstance(vals, ValSets):
+        validate_base(target, vals, charset, cfg, rt, step, tb)
+    return sum(accs) / len(accs) if accs else None
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -282,7 +302,9 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
     with D.main_process_first(local=True):  # a machine that cannot see rank 0's files (unshared disks) makes its own
         prepare_data(cfg)
     train_loader, vals = build_loaders(cfg, charset, rt)
-    model, bare = build_training_model(cfg, charset, rt)
+    info: dict = {}
+    model, bare = build_training_model(cfg, charset, rt, info)
+    vals.base_protocol = base_protocol(cfg, info.get("base_charset"), charset)
     if rt.main:
         log.info("model %s: %.2f M parameters, %d classes, T=%d for width %d", cfg.model.variant,
                  count_parameters(bare) / 1e6, charset.num_classes, bare.output_length(cfg.data.width), cfg.data.width)
@@ -299,6 +321,11 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
         create_output_dir(cfg)
         remove_stale_temporaries(out)
     tb = open_tensorboard(cfg, rt)
+    if vals.base and st.step == 0:  # the starting point, so that forgetting is measured, not guessed
+        if rt.main:
+            log.info("before training: scoring %s", ", ".join([*vals, *vals.base]))
+        validate_all(model, vals, charset, cfg, rt, 0, tb)
+        st.before = {k: dict(v) for k, v in vals.last.items()}
     try:
         agent = os.getppid() if rt.mode == "ddp" and "TORCHELASTIC_RUN_ID" in os.environ else None
         with StopFlag(rt.main, agent) as stop:
@@ -306,8 +333,13 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
     finally:
         if tb is not None:
             tb.close()
+    if rt.main and ended == "done" and st.before and vals.last:
+        for line in forgetting_report(st.before, vals.last, list(vals.base), list(vals)):
+            log.info("before -> after: %s", line)
     return {"step": st.step, "best_metric": st.best_metric, "output_dir": str(out), "ended": ended,
-            "interrupted": ended == "signal", "signal": stop.signum, "images_seen": st.images_seen}
+            "interrupted": ended == "signal", "signal": stop.signum, "images_seen": st.images_seen,
+            "before": st.before, "base_after": {k: vals.last[k] for k in vals.base if k in vals.last},
+            "base_protocol": vals.base_protocol if vals.base else None}
 
 
 def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt: Runtime) -> None:
