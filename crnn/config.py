@@ -103,7 +103,7 @@ class TrainConfig:
     base_val: list[str] = field(default_factory=list)  # the base domain: scored before and after (forgetting)
     base_val_num: int = 0  # >0: generate synthetic base-style held-out words at a missing base_val path
     base_protocol: str = "auto"  # base_val protocol; auto = that of the init_weights alphabet (alnum36: insensitive)
-    freeze_cnn_steps: int = 0  # fine-tuning: the CNN is not updated during the first N steps
+    freeze_cnn_steps: int = 0  # fine-tuning: the CNN is not trained during the first N steps; -1 = the whole run
     tensorboard: bool = True
 
 

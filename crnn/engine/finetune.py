@@ -129,3 +129,30 @@ def forgetting_report(before: dict, after: dict, base: list[str], user: list[str
                 a, b = 100 * before[name]["word_acc"], 100 * after[name]["word_acc"]
                 lines.append(f"{kind} {name}: {a:.1f} % -> {b:.1f} % ({b - a:+.1f} points)")
     return lines
+
+
+def cnn_frozen(cfg: Config, step: int) -> bool:
+    """Whether the CNN is frozen at ``step``: ``train.freeze_cnn_steps`` N > 0 freezes it for steps 0..N-1, -1 for
+    the whole run."""
+    n = cfg.train.freeze_cnn_steps
+    return n < 0 or step < n
+
+
+def set_cnn_frozen(bare, frozen: bool, step: int, main: bool) -> None:
+    """Freeze or unfreeze the CNN's weights (no gradients are computed for them: a frozen step is also faster);
+    BatchNorm statistics still follow the data. Logs only when the state changes."""
+    params = list(bare.cnn.parameters())
+    if all(p.requires_grad != frozen for p in params):
+        return
+    for p in params:
+        p.requires_grad_(not frozen)
+    if main:
+        log.info("step %d: CNN %s (train.freeze_cnn_steps)", step, "frozen" if frozen else "unfrozen: training "
+                 "every layer from here")
+
+
+def check_freeze(cfg: Config, mode: str) -> None:
+    """DDP fixes the set of trained parameters when it wraps the model: only a whole-run freeze (-1) works there."""
+    if mode == "ddp" and cfg.train.freeze_cnn_steps > 0:
+        raise TrainingError(f"train.freeze_cnn_steps={cfg.train.freeze_cnn_steps}: unfreezing during a run is not "
+                            "possible under DDP; use -1 (frozen for the whole run) or 0")

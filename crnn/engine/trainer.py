@@ -24,8 +24,9 @@ from crnn.engine.autotune import choose_amp
 from crnn.engine.checkpoint import CheckpointError, check_not_foreign, load_model_weights, unwrap_model
 from crnn.engine.evaluate import autocast_context, evaluate
 from crnn.engine.alphabet_change import fit_alphabet
-from crnn.engine.finetune import (ValSets, base_protocol, build_base_loaders, forgetting_report, generate_base_style,
-                                  training_sources, validate_base)
+from crnn.engine.finetune import (ValSets, base_protocol, build_base_loaders, check_freeze, cnn_frozen,
+                                  forgetting_report, generate_base_style, set_cnn_frozen, training_sources,
+                                  validate_base)
 from crnn.engine.optim import build_optimizer, build_scaler, build_scheduler, lr_factor  # noqa: F401 (re-exported)
 from crnn.engine.reporting import STOP_SIGNALS, Meter, StopFlag, _fmt_time, log_validation, open_tensorboard
 from crnn.engine.runtime import Runtime, TrainingError, seed_everything, setup_logging, setup_runtime
@@ -148,6 +149,9 @@ def build_training_model(cfg: Config, charset: Charset, rt: Runtime,
         if rt.main:
             log.info("train.amp=auto -> %s: %s", choice.amp, choice.reason)
     bare = model
+    if t.freeze_cnn_steps:  # before any wrapper: DDP only reduces the parameters that need gradients then
+        check_freeze(cfg, rt.mode)
+        set_cnn_frozen(model, True, 0, rt.main)
     if t.sync_bn and rt.mode == "ddp":
         if rt.device.type == "cuda":
             model = D.convert_sync_bn(model)
@@ -320,6 +324,8 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
     if rt.main:  # only now that the data, model and checkpoint were accepted: a bad input leaves nothing behind
         create_output_dir(cfg)
         remove_stale_temporaries(out)
+    if t.freeze_cnn_steps:
+        set_cnn_frozen(bare, cnn_frozen(cfg, st.step), st.step, rt.main)  # a resumed run may be past it
     tb = open_tensorboard(cfg, rt)
     if vals.base and st.step == 0:  # the starting point, so that forgetting is measured, not guessed
         if rt.main:
@@ -372,6 +378,8 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
                 continue
             ok = optimizer_step(model, opt, sched, scaler, cfg)
             st.step += 1
+            if t.freeze_cnn_steps > 0 and st.step == t.freeze_cnn_steps:
+                set_cnn_frozen(bare, False, st.step, rt.main)
             nonfinite_run = 0 if ok else nonfinite_run + 1
             if ok:
                 meter.add(loss, n_img)
