@@ -184,7 +184,7 @@ def test_train_from_another_alphabet_with_rehearsal_reports_before_and_after(tmp
         "model.hidden=16", f"data.rehearsal={words_lmdb}", "data.rehearsal_num=0", "data.rehearsal_ratio=0.5",
         f"train.base_val={base_val}", "train.base_val_num=0", "data.batch_size=8", "data.num_workers=0",
         "train.steps=2", "train.warmup_steps=0", "train.amp=off", "train.val_every=0", "train.tensorboard=false",
-        f"train.output_dir={tmp_path / 'run'}"])
+        "train.freeze_cnn_steps=-1", f"train.output_dir={tmp_path / 'run'}"])
     text = capsys.readouterr().err
     assert "alphabet change: 36 kept, 26 upper-case letters start from their lower-case rows" in text
     assert "1 new ('-'), 0 dropped" in text
@@ -196,3 +196,25 @@ def test_train_from_another_alphabet_with_rehearsal_reports_before_and_after(tmp
     ck = torch.load(run.last, weights_only=True)
     assert ck["charset"]["chars"] == charset and ck["num_classes"] == len(charset) + 1
     assert ck["state"]["before"][str(base_val)]["samples"] == 8  # a resumed run still knows its starting point
+    trained = {name for name, _ in base_model.named_parameters()}  # BN running statistics are buffers: excluded
+    start = base_model.state_dict()
+    assert all(torch.equal(ck["model"][k], start[k]) for k in trained if k.startswith("cnn."))  # frozen
+    assert not torch.equal(ck["model"]["rnn2.weight_ih_l0"], start["rnn2.weight_ih_l0"])  # trained
+    assert "step 0: CNN frozen (train.freeze_cnn_steps)" in text
+
+
+def test_freeze_then_unfreeze_and_ddp_refuses_unfreezing():
+    from crnn.engine.finetune import check_freeze, cnn_frozen, set_cnn_frozen
+    from crnn.engine.runtime import TrainingError
+
+    cfg = load_config(None, ["train.freeze_cnn_steps=3"])
+    assert [cnn_frozen(cfg, s) for s in (0, 2, 3, 10)] == [True, True, False, False]
+    assert cnn_frozen(load_config(None, ["train.freeze_cnn_steps=-1"]), 10 ** 6)
+    model = build_model("vgg_small", 1, 5, 16)
+    set_cnn_frozen(model, True, 0, main=False)
+    assert not any(p.requires_grad for p in model.cnn.parameters()) and model.head.weight.requires_grad
+    set_cnn_frozen(model, False, 3, main=False)
+    assert all(p.requires_grad for p in model.parameters())
+    with pytest.raises(TrainingError, match="not possible under DDP"):
+        check_freeze(cfg, "ddp")
+    check_freeze(load_config(None, ["train.freeze_cnn_steps=-1"]), "ddp")  # frozen throughout: fine

@@ -84,7 +84,8 @@ def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
     geom = dict(height=d.height, width=d.width, keep_ratio=d.keep_ratio, max_width=d.max_width,
                 channels=cfg.model.in_channels, **preprocess_options(d))
     try:
-        train = build_train_loader(training_sources(cfg), charset, **geom, batch_size=d.batch_size, num_workers=d.num_workers,
+        train = build_train_loader(training_sources(cfg), charset, **geom, batch_size=d.batch_size,
+                                   num_workers=d.num_workers,
                                    max_label_length=d.max_label_length, augment=d.augment, seed=cfg.train.seed,
                                    rank=rt.rank, world_size=rt.world_size)
     except DatasetError as e:
