@@ -58,6 +58,8 @@ class TrainSummary:
     images_seen: int
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # per data.val path: last.pt's
     # samples, word_acc, cer, ned, computed as crnn-eval does (train.protocol, train.decoder)
+    data_wait_share: float | None = None  # share of step time spent waiting for batches (this sitting, rank 0)
+    health: list[str] = field(default_factory=list)  # the training-health warnings given, in words (README Training)
 
 
 def _one_line(e: BaseException) -> str:
@@ -294,7 +296,8 @@ def train(config: Config | str | os.PathLike, overrides: Sequence[str] = ()) -> 
     return TrainSummary(out, last if last.is_file() else None, best if best.is_file() else None,
                         int(result["step"]), cfg.train.steps, result["ended"],
                         best_acc if best_acc is not None and best_acc >= 0 else None,
-                        int(result.get("images_seen", 0)), metrics)
+                        int(result.get("images_seen", 0)), metrics,
+                        data_wait_share=result.get("data_wait_share"), health=list(result.get("health", [])))
 
 
 def _final_metrics(cfg: Config, last: Path) -> dict[str, dict[str, float]]:

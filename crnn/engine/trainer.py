@@ -23,6 +23,7 @@ from crnn.engine import distributed as D
 from crnn.engine.autotune import choose_amp
 from crnn.engine.checkpoint import CheckpointError, check_not_foreign, load_model_weights, unwrap_model
 from crnn.engine.evaluate import autocast_context, evaluate
+from crnn.engine.health import Health
 from crnn.engine.optim import build_optimizer, build_scaler, build_scheduler, lr_factor  # noqa: F401 (re-exported)
 from crnn.engine.reporting import STOP_SIGNALS, Meter, StopFlag, _fmt_time, log_validation, open_tensorboard
 from crnn.engine.runtime import Runtime, TrainingError, seed_everything, setup_logging, setup_runtime
@@ -164,7 +165,8 @@ def check_label_length(cfg: Config, bare: nn.Module) -> None:
                     "max_width" if d.keep_ratio else "width")
 
 
-def validate_all(model, vals: dict, charset, cfg: Config, rt: Runtime, step: int, tb) -> float | None:
+def validate_all(model, vals: dict, charset, cfg: Config, rt: Runtime, step: int, tb,
+                 health: Health | None = None) -> float | None:
     """Validate on every configured set; return the mean word accuracy (None without validation sets)."""
     if not vals:
         return None
@@ -175,6 +177,8 @@ def validate_all(model, vals: dict, charset, cfg: Config, rt: Runtime, step: int
                        decoder=cfg.train.decoder, amp=cfg.train.amp, max_examples=cfg.train.show_predictions)
         if rt.main:
             log_validation(name, res, step, tb, cfg.train.protocol)
+        if health is not None:
+            health.validation(name, res, step)
         accs.append(res.metrics["word_acc"])
     return sum(accs) / len(accs)
 
@@ -299,15 +303,17 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
         create_output_dir(cfg)
         remove_stale_temporaries(out)
     tb = open_tensorboard(cfg, rt)
+    health = Health(cfg, rt, bare, charset.num_classes, st.step)
     try:
         agent = os.getppid() if rt.mode == "ddp" and "TORCHELASTIC_RUN_ID" in os.environ else None
         with StopFlag(rt.main, agent) as stop:
-            ended = _loop(cfg, rt, model, bare, charset, train_loader, vals, opt, sched, scaler, st, tb, stop)
+            ended = _loop(cfg, rt, model, bare, charset, train_loader, vals, opt, sched, scaler, st, tb, stop, health)
     finally:
         if tb is not None:
             tb.close()
     return {"step": st.step, "best_metric": st.best_metric, "output_dir": str(out), "ended": ended,
-            "interrupted": ended == "signal", "signal": stop.signum, "images_seen": st.images_seen}
+            "interrupted": ended == "signal", "signal": stop.signum, "images_seen": st.images_seen,
+            "data_wait_share": health.data.run_share(), "health": list(health.warnings)}
 
 
 def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt: Runtime) -> None:
@@ -316,7 +322,8 @@ def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt
     D.barrier()
 
 
-def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: TrainState, tb, stop) -> str:
+def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: TrainState, tb, stop,
+          health: Health) -> str:
     """The step loop; returns why it ended: "done", "signal" (SIGINT/SIGTERM/SIGHUP/SIGUSR1) or "stop_after"."""
     t = cfg.train
     if len(loader) == 0:
@@ -328,28 +335,30 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
     save = lambda name: _save(name, model, cfg, charset, opt, sched, scaler, st, rt)  # noqa: E731
     micro = 0
     while st.step < t.steps:
-        for batch in batches_from(loader, st.epoch, st.batch_in_epoch):
+        for batch in health.data.batches(batches_from, loader, st.epoch, st.batch_in_epoch):
             st.batch_in_epoch += 1
             micro += 1
             loss, unfit = train_step(model, batch, opt, scaler, cfg, rt, micro % accum == 0, bare)
             st.skipped_images += batch.num_skipped
             st.unfit_labels += unfit
+            health.micro(batch, loss, unfit)
             n_img = len(batch.labels) * rt.world_size
             st.images_seen += n_img
             if micro % accum:
                 continue
             ok = optimizer_step(model, opt, sched, scaler, cfg)
+            why = health.step_done(ok, scaler)
             st.step += 1
             nonfinite_run = 0 if ok else nonfinite_run + 1
             if ok:
                 meter.add(loss, n_img)
             else:
-                _count_nonfinite(st, nonfinite_run, cfg, rt)
+                _count_nonfinite(st, nonfinite_run, cfg, rt, why)
             stop.poll(rt.rank)
             signalled = D.any_rank(stop.signum is not None)
             if not signalled:  # on a signal, save at once: no validation that could outlast torchrun's grace time
                 _periodic(cfg, rt, model, charset, vals, st, tb, meter, t_start, step0, opt,
-                          save if nonfinite_run == 0 else None)
+                          save if nonfinite_run == 0 else None, health)
             time_boxed = t.stop_after > 0 and st.step - step0 >= t.stop_after and st.step < t.steps
             if signalled or time_boxed:
                 save("last.pt")
@@ -363,7 +372,8 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
         else:
             st.epoch += 1
             st.batch_in_epoch = 0
-    acc = validate_all(model, vals, charset, cfg, rt, st.step, tb) if t.val_every == 0 or st.step % t.val_every else None
+    acc = (validate_all(model, vals, charset, cfg, rt, st.step, tb, health)
+           if t.val_every == 0 or st.step % t.val_every else None)
     if acc is not None and acc > st.best_metric:
         st.best_metric = acc
         save("best.pt")
@@ -376,21 +386,23 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
     return "done"
 
 
-def _count_nonfinite(st: TrainState, run: int, cfg: Config, rt: Runtime) -> None:
-    """Count and log a skipped update; raise after train.max_nonfinite in a row (same step on every rank)."""
+def _count_nonfinite(st: TrainState, run: int, cfg: Config, rt: Runtime, why: str | None = None) -> None:
+    """Count and log a skipped update with its likely cause (``why``, from :class:`Health`); raise after
+    train.max_nonfinite in a row (same step on every rank)."""
     t = cfg.train
     st.nonfinite_steps += 1
     if rt.main:
-        log.warning("step %d: non-finite loss/gradients, update skipped (%d in a row, %d in total)",
-                    st.step, run, st.nonfinite_steps)
+        log.warning("step %d: non-finite loss/gradients, update skipped (%d in a row, %d in total)%s",
+                    st.step, run, st.nonfinite_steps, f": {why}" if why else "")
     if run >= t.max_nonfinite:
         last = Path(t.output_dir) / "last.pt"
         kept = f"the last good checkpoint is {last}" if last.is_file() else "no checkpoint had been written yet"
         raise TrainingError(f"{run} non-finite losses/gradients in a row at step {st.step} (train.max_nonfinite="
-                            f"{t.max_nonfinite}): stopping; {kept} (lower train.lr, or check the data)")
+                            f"{t.max_nonfinite}): stopping; {kept} ({why or 'lower train.lr, or check the data'})")
 
 
-def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t_start, step0, opt, save) -> None:
+def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t_start, step0, opt, save,
+              health: Health | None = None) -> None:
     """Logging, validation and checkpointing that happen every N steps.
 
     ``save`` is None while updates are being skipped for non-finite gradients: the checkpoints on disk then stay
@@ -401,11 +413,14 @@ def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t
         lr = opt.param_groups[0]["lr"]
         elapsed = time.perf_counter() - t_start
         eta = elapsed / max(st.step - step0, 1) * (t.steps - st.step)
+        wait = health.window(st.step) if health is not None else None  # every rank: one all-reduce under DDP
         if rt.main and meter.n:
             rate = meter.rate()  # the meter counts images of all ranks already
-            log.info("step %d/%d  epoch %d  loss %.4f  lr %.2e  %.0f img/s  ETA %s  skipped %d  unfit %d",
+            log.info("step %d/%d  epoch %d  loss %.4f  lr %.2e  %.0f img/s  ETA %s  skipped %d  unfit %d%s",
                      st.step, t.steps, st.epoch, meter.loss / meter.n, lr, rate, _fmt_time(eta),
-                     st.skipped_images, st.unfit_labels)
+                     st.skipped_images, st.unfit_labels, "" if wait is None else f"  data {wait * 100:.0f}%")
+            if tb is not None and wait is not None:
+                tb.add_scalar("train/data_wait_share", wait, st.step)
             if tb is not None:
                 tb.add_scalar("train/loss", meter.loss / meter.n, st.step)
                 tb.add_scalar("train/lr", lr, st.step)
@@ -413,9 +428,11 @@ def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t
                 tb.add_scalar("train/skipped_images", st.skipped_images, st.step)
                 tb.add_scalar("train/unfit_labels", st.unfit_labels, st.step)
                 tb.add_scalar("train/nonfinite_steps", st.nonfinite_steps, st.step)
+        if health is not None:
+            health.advise()
         meter.reset()
     if t.val_every and st.step % t.val_every == 0:
-        acc = validate_all(model, vals, charset, cfg, rt, st.step, tb)
+        acc = validate_all(model, vals, charset, cfg, rt, st.step, tb, health)
         if acc is not None and acc > st.best_metric and save is not None:
             st.best_metric = acc
             save("best.pt")
