@@ -15,7 +15,7 @@ from crnn.data.collate import Collate
 from crnn.engine.runtime import Runtime
 from crnn.engine.trainer import fit
 from crnn.model import build_model
-from tests.conftest import make_lmdb, random_words
+from tests.conftest import REPO, make_lmdb
 
 TINY = ["train.threads=1", "data.batch_size=8", "data.num_workers=0", "train.amp=off", "train.log_every=1", "train.warmup_steps=0",
         "train.tensorboard=false", "train.show_predictions=0", "train.save_every=0", "train.val_every=0"]
@@ -275,3 +275,15 @@ def test_a_clean_tiny_run_gives_no_health_warning(tmp_path, words_lmdb, val_lmdb
     assert summary.health == []
     assert not any(k in log for k in ("waited for data", "the model outputs", "update skipped", "labels so far"))
     assert summary.data_wait_share is not None and 0.0 <= summary.data_wait_share <= 1.0
+
+
+@pytest.mark.slow
+def test_ddp_reports_the_data_wait_share_and_validates(tmp_path, words_lmdb, val_lmdb):
+    """Under DDP the share comes from one all-reduce per log line and the collapse counts from every rank."""
+    from tests.test_train import _torchrun
+
+    res = _torchrun(["--config", str(REPO / "configs/smoke.yaml"),
+                     *_overrides(tmp_path, words_lmdb, val_lmdb, "train.steps=3", "train.val_every=3")])
+    assert res.returncode == 0, res.stderr[-3000:]
+    lines = [m for m in (res.stderr + res.stdout).splitlines() if m.startswith("[crnn] step ")]
+    assert len(lines) == 3 and all(re.search(r"  unfit \d+  data \d+%$", m) for m in lines), lines
