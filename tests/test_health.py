@@ -287,3 +287,12 @@ def test_ddp_reports_the_data_wait_share_and_validates(tmp_path, words_lmdb, val
     assert res.returncode == 0, res.stderr[-3000:]
     lines = [m for m in (res.stderr + res.stdout).splitlines() if m.startswith("[crnn] step ")]
     assert len(lines) == 3 and all(re.search(r"  unfit \d+  data \d+%$", m) for m in lines), lines
+
+
+def test_under_ddp_only_the_rank_whose_batch_was_non_finite_explains_besides_rank_0():
+    h = H.Health(load_config(None, ["data.width=32"]), Runtime(torch.device("cpu"), "ddp", rank=1, world_size=2),
+                 build_model("vgg_small", 1, 37), 37)
+    h.micro(_batch(["ab"]), 3.0, 0)
+    assert h.step_done(False) is None  # finite here: the all-reduced gradients were non-finite because of another rank
+    h.micro(_batch(["ab"]), float("nan"), 0)
+    assert h.step_done(False).startswith("the loss itself was not finite; likely cause: ")

@@ -171,7 +171,9 @@ class Health:
         if ok:
             self._losses.append(sum(m[1] for m in micro) / max(len(micro), 1))
             return None
-        return self.explain_nonfinite(micro, scaler)
+        if not self.rt.main and all(math.isfinite(m[1]) for m in micro):
+            return None  # under DDP the gradients are non-finite on every rank: rank 0 explains; others speak only
+        return self.explain_nonfinite(micro, scaler)  # when the non-finite loss came from their own batch
 
     def _needs(self, batch) -> tuple[torch.Tensor, torch.Tensor]:
         """([B] time steps each label needs, [B] time steps its image gives), as the trainer's CTC loss sees them."""

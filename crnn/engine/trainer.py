@@ -394,6 +394,8 @@ def _count_nonfinite(st: TrainState, run: int, cfg: Config, rt: Runtime, why: st
     if rt.main:
         log.warning("step %d: non-finite loss/gradients, update skipped (%d in a row, %d in total)%s",
                     st.step, run, st.nonfinite_steps, f": {why}" if why else "")
+    elif why:  # this rank's own batch gave the non-finite loss
+        log.warning("rank %d: step %d: %s", rt.rank, st.step, why)
     if run >= t.max_nonfinite:
         last = Path(t.output_dir) / "last.pt"
         kept = f"the last good checkpoint is {last}" if last.is_file() else "no checkpoint had been written yet"
