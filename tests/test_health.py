@@ -205,6 +205,16 @@ def test_nonfinite_after_a_rising_loss_blames_the_learning_rate():
         "12 steps; lower train.lr (now 0.001) or raise train.warmup_steps")
 
 
+def test_nonfinite_after_weights_blew_up_blames_the_learning_rate():
+    h = _health()  # the largest weight at the start: 1 (BatchNorm scales)
+    with torch.no_grad():
+        h.bare.head.weight.fill_(1e6)
+    h.micro(_batch(["ab"]), float("nan"), 0)
+    assert h.step_done(False, None) == (
+        "the loss itself was not finite; likely cause: the learning rate: the largest weight grew from 1 to 1e+06 "
+        "since the start; lower train.lr (now 0.001) or raise train.warmup_steps")
+
+
 def test_nonfinite_gradients_under_fp16_blame_the_overflow():
     h = _health()
     h.micro(_batch(["ab"]), 3.0, 0)

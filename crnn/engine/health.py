@@ -27,6 +27,7 @@ COLLAPSE_GRACE_STEPS = 100  # no collapse warning before this step (nor during w
 COLLAPSE_MIN_SAMPLES = 10  # nor on fewer validation predictions
 ONE_STRING_SHARE = 0.5  # "collapsed onto one string": one text for at least this share of the samples, mostly wrong
 LOSS_RISE = 1.5  # a loss this many times its lowest recent level counts as rising
+WEIGHT_BLOWUP = 100.0  # weights this many times larger than at the start were blown up by the learning rate
 
 
 class DataWait:
@@ -149,6 +150,7 @@ class Health:
         self._micro: list = []  # (batch, loss, unfit) of the step now running
         self._losses: deque = deque(maxlen=50)  # recent finite step losses
         self.unfit, self.unfit_need, self._unfit_told, self._capped = 0, 0, 0, False
+        self._weights0 = self.largest_weight()  # to tell weights blown up by the learning rate
 
     def warn(self, message: str) -> None:
         """Log one health warning and keep it for the summary."""
@@ -202,14 +204,23 @@ class Health:
             causes.append(f"fp16 overflow{'' if loss_ok else ' in the forward pass'}: train.amp=fp16's GradScaler "
                           f"skips such steps and lowers its scale (now {scaler.get_scale():g}), usual in the first "
                           f"steps; if it keeps happening use train.amp=bf16 or off")
+        w = self.largest_weight()
         if rise := self.loss_rise():
             causes.append(f"the learning rate: the loss rose from {rise[0]:.3g} to {rise[1]:.3g} over the last "
                           f"{rise[2]} steps; lower train.lr (now {lr:g}) or raise train.warmup_steps")
+        elif not math.isfinite(w) or w > WEIGHT_BLOWUP * max(self._weights0, 1.0):
+            causes.append(f"the learning rate: the largest weight grew from {self._weights0:.3g} to {w:.3g} since "
+                          f"the start; lower train.lr (now {lr:g}) or raise train.warmup_steps")
         causes += self._label_causes(micro)
         if not causes:
             causes.append("none of the usual ones (the loss was not rising, every label fits T, no fp16); "
                           f"lower train.lr (now {lr:g}) or look for broken images")
         return f"{what}; likely cause: " + "; or ".join(causes)
+
+    def largest_weight(self) -> float:
+        """The largest absolute parameter value of the model (nan when one is not finite)."""
+        with torch.no_grad():
+            return max((float(p.detach().abs().max()) for p in self.bare.parameters() if p.numel()), default=0.0)
 
     def loss_rise(self) -> tuple[float, float, int] | None:
         """(lowest recent level, last level, steps) when the last 5 step losses average well above the lowest 5."""
