@@ -17,8 +17,9 @@ from crnn.engine.trainer import fit
 from crnn.model import build_model
 from tests.conftest import REPO, make_lmdb
 
-TINY = ["train.threads=1", "data.batch_size=8", "data.num_workers=0", "train.amp=off", "train.log_every=1", "train.warmup_steps=0",
-        "train.tensorboard=false", "train.show_predictions=0", "train.save_every=0", "train.val_every=0"]
+TINY = ["train.threads=1", "data.batch_size=8", "data.num_workers=0", "train.amp=off", "train.log_every=1",
+        "train.warmup_steps=0", "train.tensorboard=false", "train.show_predictions=0", "train.save_every=0",
+        "train.val_every=0"]
 
 
 def _overrides(tmp_path, train, val=None, *extra):

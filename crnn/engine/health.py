@@ -101,9 +101,9 @@ def data_wait_message(share: float, rank: int, world_size: int, first: int, last
     cores = cpu_cores()
     if num_workers < cores:
         return f"{head}: raise data.num_workers (now {num_workers}; {cores} CPU cores per process)"
-    return (f"{head}: data.num_workers={num_workers} already matches the {cores} CPU cores per process, so reading and "
-            f"decoding images is the bottleneck: data.augment, large images or a slow disk (an LMDB reads faster than a "
-            f"folder of files)")
+    return (f"{head}: data.num_workers={num_workers} already matches the {cores} CPU cores per process, so reading "
+            f"and decoding images is the bottleneck: data.augment, large images or a slow disk (an LMDB reads faster "
+            f"than a folder of files)")
 
 
 def fit_width(bare, need: int, start: int) -> int:
@@ -277,11 +277,13 @@ class Health:
     def unfit_message(self) -> str:
         """Labels too long for T so far, with the input width that would fit the longest of them."""
         d, need = self.cfg.data, self.unfit_need
-        head = f"{self.unfit} labels so far need more time steps than the model gives them; the longest needs T >= {need}"
+        head = (f"{self.unfit} labels so far need more time steps than the model gives them; the longest needs "
+                f"T >= {need}")
         if not d.keep_ratio:
             w = fit_width(self.bare, need, d.width)
-            return (f"{head} (T={int(self.bare.output_length(d.width))} at data.width={d.width}): set data.width >= {w} "
-                    f"or data.keep_ratio=true, or lower data.max_label_length (now {d.max_label_length}) to drop them")
+            return (f"{head} (T={int(self.bare.output_length(d.width))} at data.width={d.width}): set data.width >= "
+                    f"{w} or data.keep_ratio=true, or lower data.max_label_length (now {d.max_label_length}) to drop "
+                    f"them")
         w = fit_width(self.bare, need, 8)
         fix = (f"raise data.max_width (now {d.max_width}) to >= {w}" if self._capped else
                f"their crops are narrow for their text: check those labels, or set data.keep_ratio=false "
