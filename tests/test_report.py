@@ -48,6 +48,8 @@ def test_confusion_counts_on_a_crafted_case():
     assert A.confusions(rows) == [A.Confusion("sub", "a", "u", 2, 0), A.Confusion("del", "!", "", 1, 5),
                                   A.Confusion("del", "o", "", 1, 1), A.Confusion("ins", "", "n", 1, 2),
                                   A.Confusion("sub", "Z", "z", 1, 5)]
+    clearer = A.compare([A.Sample(0, "foot", "f", 0.1), A.Sample(1, "to", "t", 0.1)], "exact")
+    assert A.confusions(clearer)[0] == A.Confusion("del", "o", "", 3, 1)  # the example with fewest other errors
     loose = A.compare(CRAFTED, "alnum-insensitive")  # "Zoo!" == "zoo" once lower-cased and cut to 0-9a-z
     assert [r.correct for r in loose] == [False, False, False, False, True, True]
     assert [c.count for c in A.confusions(loose)] == [2, 1, 1]
@@ -214,3 +216,29 @@ def test_report_opens_in_headless_chromium_with_every_image(tiny, tmp_path):
     next((tmp_path / "moved" / "img").glob("*.png")).unlink()
     dom = open_in_browser(tmp_path / "moved" / "index.html", tmp_path)
     assert loaded(dom)[1] >= 1 and "images did not load" in dom
+
+
+def test_large_alphabet_shows_characters_by_frequency(tmp_path):
+    """200 distinct CJK characters: frequency buckets instead of a per-character chart; never-read-right listed."""
+    chars = [chr(0x4E00 + i) for i in range(200)]
+    samples = [A.Sample(i, chars[i] + chars[(i + 1) % 200], chars[i] + ("" if i < 20 else chars[(i + 1) % 200]),
+                        0.5, 40, 20) for i in range(200)]  # the first 20 lose their second character
+    html = write_report(tmp_path, [DatasetInput("zh", {}, samples, crop)],
+                        {"weights": "zh.pt", "protocol": "exact"}).read_text(encoding="utf-8")
+    assert "200 distinct characters" in html and "Character error rate by character frequency" in html
+    assert "Error rate of the 30 worst characters" not in html  # too many characters for one bar each
+    assert "Never read right: 0 character(s)" not in html and "Every character was read right" in html
+    misses = A.char_stats(A.compare(samples, "exact"))
+    assert sum(s.occurrences - s.right for s in misses) == 20  # chars 1..20 missed once, each read right once too
+
+
+def test_a_large_set_gives_pages_a_browser_opens(tmp_path):
+    """30,000 crops, a third wrong: every count is complete, the pages hold at most 100 crops of errors each."""
+    samples = [A.Sample(i, f"w{i % 97}", f"w{i % 97}" if i % 3 else "x", (i % 100) / 100, 40 + i % 50, 20)
+               for i in range(30_000)]
+    index = write_report(tmp_path, [DatasetInput("big", {}, samples, lambda i: crop(i % 50))],
+                         {"weights": "w.pt", "protocol": "exact"})
+    html = index.read_text(encoding="utf-8")
+    assert "<td>30,000</td>" in html and "10,000 errors (the 500 worst are shown)" in html
+    assert html.count("<img ") <= 100 + 30 and len(html) < 2_000_000
+    assert len(list(tmp_path.glob("d0-errors-*.html"))) == 4 and len(list((tmp_path / "img").glob("*.png"))) <= 530

@@ -57,7 +57,7 @@ class Confusion:
     truth: str  # "" for an insertion
     pred: str  # "" for a deletion
     count: int
-    example: int  # Sample.index of the first image with this error
+    example: int  # Sample.index of the clearest image with this error: fewest other errors, then first
 
 
 @dataclass(frozen=True)
@@ -127,14 +127,19 @@ def worst_first(rows: Sequence[Row]) -> list[Row]:
 
 
 def confusions(rows: Sequence[Row]) -> list[Confusion]:
-    """Every substitution, deletion and insertion over all rows, most frequent first (ties: kind, characters)."""
+    """Every substitution, deletion and insertion over all rows, most frequent first (ties: kind, characters).
+
+    Each comes with an example: the image with the lowest edit distance that shows it (the first one on ties).
+    """
     counts: Counter[tuple[str, str, str]] = Counter()
     first: dict[tuple[str, str, str], int] = {}
+    best: dict[tuple[str, str, str], int] = {}  # edit distance of the example so far
     for r in rows:
         for op in r.ops:
             if op[0] != EQ:
                 counts[op] += 1
-                first.setdefault(op, r.sample.index)
+                if op not in best or r.distance < best[op]:
+                    best[op], first[op] = r.distance, r.sample.index
     order = sorted(counts, key=lambda k: (-counts[k], k))
     return [Confusion(k[0], k[1], k[2], counts[k], first[k]) for k in order]
 
@@ -218,7 +223,7 @@ def cer_by_frequency(stats: Sequence[CharStat], edges: Sequence[int] = FREQ_EDGE
         if not group:
             continue
         label = f"{lo}+" if hi is None else (str(lo) if hi == lo + 1 else f"{lo}-{hi - 1}")
-        bins.append(Bin(f"{label} ({len(group)} chars)", sum(s.occurrences for s in group),
+        bins.append(Bin(label, sum(s.occurrences for s in group),
                         sum(s.right for s in group)))
     return bins
 

@@ -161,19 +161,22 @@ def _confusions(k: int, data: DatasetInput, rows: list[A.Row], images: _Images) 
         return "<p>No character errors.</p>"
     by_index = {r.sample.index: r for r in rows}
     kinds = {A.SUB: "read as", A.DEL: "missed", A.INS: "added"}
-    lines = []
+    cards = []
     for c in conf[:TOP_CONFUSIONS]:
         what = (f"{_char(c.truth)} {kinds[c.kind]} {_char(c.pred)}" if c.kind == A.SUB
                 else f"{kinds[c.kind]} {_char(c.truth or c.pred)}")
         r = by_index[c.example]
-        lines.append(f"<tr><td class='num'>{c.count:,}</td><td>{what}</td>"
-                     f"<td>{_img(images.src(k, data, c.example), r)}</td><td>{_marked(r)}</td></tr>")
+        cards.append(f"<figure class='conf'><div class='what'><b>{c.count:,}&times;</b> {what}</div>"
+                     f"{_img(images.src(k, data, c.example), r)}{_marked(r)}</figure>")
     totals = {kind: sum(c.count for c in conf if c.kind == kind) for kind in kinds}
     head = (f"<p>{totals[A.SUB]:,} substitutions, {totals[A.DEL]:,} deletions (truth characters missed), "
             f"{totals[A.INS]:,} insertions (extra characters read) in {len(conf):,} distinct confusions; "
-            f"the {min(len(conf), TOP_CONFUSIONS)} most frequent:</p>")
-    return (head + "<table class='conf'><tr><th>count</th><th>confusion</th><th>first example</th>"
-            "<th>truth / read</th></tr>" + "".join(lines) + "</table>")
+            f"the {min(len(conf), TOP_CONFUSIONS)} most frequent, each with its clearest example:</p>")
+    return head + LEGEND + f'<div class="confs">{"".join(cards)}</div>'
+
+
+LEGEND = ("<p class='legend'><span class='s'>substituted</span><span class='d'>missed</span>"
+          "<span class='i'>added</span> (truth and reading after the protocol)</p>")
 
 
 def _characters(rows: list[A.Row]) -> str:
@@ -192,9 +195,9 @@ def _characters(rows: list[A.Row]) -> str:
         worst = sorted(per_char, key=lambda b: (b.accuracy, -b.n))[:30]
         chart += bar_chart("Error rate of the 30 worst characters", worst, rate="error", x_title="character")
     items = "".join(f"<span class='ch' title='{s.occurrences} occurrence(s)'>{_char(s.char)}"
-                    f"<sub>{s.occurrences}</sub></span>" for s in never[:MAX_NEVER_RIGHT])
+                    f"<small>&times;{s.occurrences}</small></span>" for s in never[:MAX_NEVER_RIGHT])
     more = f" and {len(never) - MAX_NEVER_RIGHT:,} more" if len(never) > MAX_NEVER_RIGHT else ""
-    listing = (f"<p>Never read right: {len(never):,} character(s), most frequent first (subscript: occurrences)"
+    listing = (f"<p>Never read right: {len(never):,} character(s), most frequent first (&times; occurrences)"
                f"{more}:</p><div class='never'>{items}</div>" if never else "<p>Every character was read right "
                                                                           "at least once.</p>")
     return note + f'<div class="charts">{chart}</div>' + listing
@@ -211,7 +214,8 @@ def _gallery(k: int, data: DatasetInput, rows: list[A.Row], pages: list, p: int,
     head = (f"<p>{errors:,} errors{cap}; page {p + 1} of {len(pages)}: errors {start + 1:,}-{start + len(pages[p]):,},"
             " sorted by normalised edit distance, then confidence.</p>")
     cards = "".join(_card(images.src(k, data, r.sample.index), r) for r in pages[p])
-    return head + _pager(k, len(pages), p) + f'<div class="gallery">{cards}</div>' + _pager(k, len(pages), p)
+    pager = _pager(k, len(pages), p)
+    return head + LEGEND + pager + f'<div class="gallery">{cards}</div>' + pager
 
 
 def _pager(k: int, n: int, p: int) -> str:
@@ -319,7 +323,11 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 figure.err { margin: 0; background: #fff; border: 1px solid #ddd; border-radius: 4px; padding: 6px; }
 figure.err img { display: block; max-width: 100%; height: 48px; object-fit: contain; object-position: left;
                  image-rendering: auto; margin-bottom: 4px; background: #eee; }
-table.conf img { height: 32px; display: block; }
+.confs { display: grid; grid-template-columns: repeat(auto-fill, minmax(190px, 1fr)); gap: 6px; }
+figure.conf { margin: 0; background: #fff; border: 1px solid #ddd; border-radius: 4px; padding: 4px 6px; }
+figure.conf img { height: 32px; display: block; max-width: 100%; object-fit: contain; object-position: left;
+                  margin: 3px 0; }
+.what { font-size: 13px; }
 code { font: 14px/1.3 ui-monospace, "DejaVu Sans Mono", monospace, "Noto Sans CJK SC"; white-space: pre; }
 .k { display: inline-block; width: 38px; color: #888; font-size: 11px; }
 .s { background: #ffe08a; } .d { background: #f7b3b0; text-decoration: line-through; }
@@ -327,7 +335,7 @@ code { font: 14px/1.3 ui-monospace, "DejaVu Sans Mono", monospace, "Noto Sans CJ
 .m, .raw { color: #666; font-size: 11px; } .raw q { white-space: pre; }
 .never { display: flex; flex-wrap: wrap; gap: 4px; }
 .ch { background: #fff; border: 1px solid #ddd; padding: 1px 4px; border-radius: 3px; }
-.ch sub { color: #999; font-size: 9px; }
+.ch small { color: #999; font-size: 10px; margin-left: 2px; }
 .pager { margin: 6px 0; } .pager a, .pager b { margin-right: 4px; }
-.legend span { padding: 0 4px; margin-right: 8px; }
+.legend { font-size: 12px; color: #666; } .legend span { padding: 0 4px; margin-right: 8px; color: #222; }
 """

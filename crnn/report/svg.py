@@ -6,7 +6,7 @@ from html import escape
 
 from crnn.report.analysis import Bin
 
-W, H = 380, 230  # chart size in px
+W, H = 290, 220  # chart size in px
 LEFT, RIGHT, TOP, BOTTOM = 40, 10, 28, 58  # plot margins: y labels, title, x labels + counts
 
 
@@ -43,7 +43,9 @@ def bar_chart(title: str, bins: Sequence[Bin], *, x_title: str, rate: str = "acc
         cx = x0 + slot / 2
         parts.append(f'<text x="{cx:.1f}" y="{TOP + ph + 13}" class="xl" '
                      f'transform="rotate(-35 {cx:.1f} {TOP + ph + 13})">{escape(b.label)}</text>')
-        parts.append(f'<text x="{cx:.1f}" y="{TOP + ph - bh - 3:.1f}" class="n">{b.n}</text>' if b.n else "")
+        if b.n and slot >= 14:  # bin sizes where they fit (the tooltip always has them)
+            bar_cx = x0 + slot * 0.1 + bw / 2
+            parts.append(f'<text x="{bar_cx:.1f}" y="{TOP + ph - bh - 3:.1f}" class="n">{b.n}</text>')
     if diagonal and bins:
         parts.append(f'<line x1="{LEFT}" y1="{TOP + ph}" x2="{W - RIGHT}" y2="{TOP}" class="diag"/>')
     parts.append(f'<text x="{W / 2:.0f}" y="{H - 4}" class="xt">{escape(x_title)}</text></svg>')
@@ -57,7 +59,7 @@ svg.chart .ct { font-size: 12px; font-weight: bold; text-anchor: middle; }
 svg.chart .xt { text-anchor: middle; fill: #666; }
 svg.chart .yl { text-anchor: end; fill: #666; }
 svg.chart .xl { text-anchor: end; }
-svg.chart .n { text-anchor: start; fill: #555; font-size: 9px; }
+svg.chart .n { text-anchor: middle; fill: #555; font-size: 9px; }
 svg.chart .grid { stroke: #eee; }
 svg.chart .bar.accuracy { fill: #4a8fd4; }
 svg.chart .bar.error { fill: #d9534f; }
