@@ -165,6 +165,34 @@ def test_cli_writes_the_report_and_both_metric_keys(tiny, tmp_path, capsys):
     assert "--report DIR" in subprocess_help()
 
 
+def test_cli_report_of_a_chinese_model(tmp_path, capsys):
+    """A zh_gb2312 model that reads nothing: exact protocol, Chinese truth in the gallery, every character missed."""
+    cfg = Config()
+    cfg.model.hidden, cfg.data.width, cfg.model.charset = 16, 48, "zh_gb2312"
+    cs = Charset.from_config(cfg.model)
+    model = build_model("vgg_small", 1, cs.num_classes, 16).eval()
+    with torch.no_grad():
+        model.head.weight.zero_()
+        model.head.bias.zero_()
+        model.head.bias[0] = 10.0  # blank wins at every step
+    save_checkpoint(model_checkpoint(model, cfg, cs, step=1), tmp_path / "zh.pt")
+    write_lmdb([(_png(t), t) for t in ["中文识别", "模型<1>", "识别"]], tmp_path / "zh.lmdb")
+    assert main(["--weights", str(tmp_path / "zh.pt"), "--data", str(tmp_path / "zh.lmdb"), "--workers", "0",
+                 "--report", str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    html = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
+    assert "metric protocol: exact (auto: the charset is not alnum36)" in html and "6894 characters" in html
+    assert "<span class='d'>中文识别</span>" in html and "<span class='d'>模型&lt;1&gt;</span>" in html
+    assert "Never read right: 9 character(s)" in html  # 识 and 别 twice first
+    assert re.search(r"<code class='c'>识</code><small>&times;2</small>", html)
+
+
+def _png(text: str) -> bytes:
+    buf = io.BytesIO()
+    Image.new("L", (20 + 10 * len(text), 24), 255).save(buf, format="PNG")
+    return buf.getvalue()
+
+
 def subprocess_help() -> str:
     from crnn.cli.evaluate import build_parser
     return build_parser().format_help()
