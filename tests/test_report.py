@@ -160,7 +160,7 @@ def test_cli_writes_the_report_and_both_metric_keys(tiny, tmp_path, capsys):
     assert row["ned"] == row["ned_similarity"] and s["overall"]["ned"] == s["overall"]["ned_similarity"]
     html = (out / "index.html").read_text(encoding="utf-8")
     errors = round(8 * (1 - row["word_acc"]))
-    assert f"{errors:,} errors" in html and "<td>8</td>" in html
+    assert f"{errors:,} errors" in html and "<b>8</b><span>images</span>" in html
     assert "&lt;b&gt;&amp;amp;" in html  # the label "<b>&amp;" shown as those characters
     assert "--report DIR" in subprocess_help()
 
@@ -253,7 +253,7 @@ def test_large_alphabet_shows_characters_by_frequency(tmp_path):
                         0.5, 40, 20) for i in range(200)]  # the first 20 lose their second character
     html = write_report(tmp_path, [DatasetInput("zh", {}, samples, crop)],
                         {"weights": "zh.pt", "protocol": "exact"}).read_text(encoding="utf-8")
-    assert "200 distinct characters" in html and "Character error rate by character frequency" in html
+    assert "200 distinct characters" in html and "Error rate by character frequency" in html
     assert "Error rate of the 30 worst characters" not in html  # too many characters for one bar each
     assert "Never read right: 0 character(s)" not in html and "Every character was read right" in html
     misses = A.char_stats(A.compare(samples, "exact"))
@@ -267,6 +267,6 @@ def test_a_large_set_gives_pages_a_browser_opens(tmp_path):
     index = write_report(tmp_path, [DatasetInput("big", {}, samples, lambda i: crop(i % 50))],
                          {"weights": "w.pt", "protocol": "exact"})
     html = index.read_text(encoding="utf-8")
-    assert "<td>30,000</td>" in html and "10,000 errors (the 500 worst are shown)" in html
+    assert "<b>30,000</b><span>images</span>" in html and "10,000 errors (the 500 worst are shown)" in html
     assert html.count("<img ") <= 100 + 30 and len(html) < 2_000_000
     assert len(list(tmp_path.glob("d0-errors-*.html"))) == 4 and len(list((tmp_path / "img").glob("*.png"))) <= 530

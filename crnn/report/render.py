@@ -120,20 +120,21 @@ def _dataset_section(k: int, data: DatasetInput, rows: list[A.Row], pages: list,
 
 
 def _summary(row: dict, rows: list[A.Row], protocol: str, ece: float) -> str:
-    """The dataset's numbers (all samples, not only the shown ones)."""
+    """The dataset's numbers (all samples, not only the shown ones) as a row of boxes, then the protocol's effect."""
     n = len(rows)
     right = sum(r.correct for r in rows)
     changed = sum(r.truth != r.sample.label for r in rows)
-    cells = [("images", f"{n:,}"), ("read right", f"{right:,}"), ("errors", f"{n - right:,}"),
-             ("word accuracy", f"{row.get('word_acc', right / max(n, 1)):.2%}"),
+    stats = [("word accuracy", f"{row.get('word_acc', right / max(n, 1)):.2%}"),
              ("CER", f"{row.get('cer', 0.0):.4f}"),
-             ("1-NED (similarity, 1 = perfect)", f"{row.get('ned_similarity', 0.0):.4f}"),
-             ("protocol", f"{protocol}: changed {changed:,} of {n:,} labels, removed "
-                          f"{row.get('removed_share', 0.0):.1%} of the label characters"),
-             ("calibration error (ECE)", f"{ece:.3f}"),
-             ("undecodable images (skipped)", f"{row.get('undecodable_images', 0):,}")]
-    return "<table class='summary'>" + "".join(f"<tr><th>{escape(a)}</th><td>{escape(b)}</td></tr>"
-                                                for a, b in cells) + "</table>"
+             ("1-NED (similarity)", f"{row.get('ned_similarity', 0.0):.4f}"),
+             ("images", f"{n:,}"), ("read right", f"{right:,}"), ("errors", f"{n - right:,}"),
+             ("calibration error", f"{ece:.3f}"),
+             ("undecodable, skipped", f"{row.get('undecodable_images', 0):,}")]
+    boxes = "".join(f"<div class='stat'><b>{escape(v)}</b><span>{escape(k)}</span></div>" for k, v in stats)
+    note = (f"<p class='proto'>Protocol <b>{escape(protocol)}</b>: it changed {changed:,} of {n:,} labels and removed "
+            f"{row.get('removed_share', 0.0):.1%} of the label characters before comparing; each error below shows "
+            "the raw strings where they differ.</p>")
+    return f"<div class='stats'>{boxes}</div>{note}"
 
 
 def _charts(rows: list[A.Row], calib: list[A.Bin]) -> str:
@@ -188,7 +189,7 @@ def _characters(rows: list[A.Row]) -> str:
     note = (f"<p>{len(stats):,} distinct characters in the evaluated labels (after the protocol). Frequency = "
             "occurrences in these labels; error = the character was substituted or missed (insertions have no "
             "truth character).</p>")
-    chart = bar_chart("Character error rate by character frequency", A.cer_by_frequency(stats), rate="error",
+    chart = bar_chart("Error rate by character frequency", A.cer_by_frequency(stats), rate="error",
                       x_title="occurrences in the evaluated labels")
     if len(stats) <= LARGE_ALPHABET:
         per_char = [A.Bin(_plain(s.char), s.occurrences, s.right) for s in stats]
@@ -315,7 +316,12 @@ h3 { font-size: 15px; margin: 18px 0 6px; color: #333; }
 nav { margin: 6px 0 14px; } nav a { margin-right: 6px; }
 table { border-collapse: collapse; background: #fff; }
 th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: middle; }
-table.meta th, table.summary th { background: #f1f4f8; font-weight: 600; }
+table.meta th { background: #f1f4f8; font-weight: 600; }
+.stats { display: flex; flex-wrap: wrap; gap: 8px; margin: 8px 0; }
+.stat { background: #fff; border: 1px solid #ddd; border-radius: 4px; padding: 6px 12px; min-width: 96px; }
+.stat b { display: block; font-size: 20px; font-variant-numeric: tabular-nums; }
+.stat span { color: #666; font-size: 12px; }
+.proto { color: #444; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .warn { background: #fff3cd; border: 1px solid #f0ad4e; padding: 6px 10px; }
 .charts { display: flex; flex-wrap: wrap; }

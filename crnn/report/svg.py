@@ -54,7 +54,7 @@ def bar_chart(title: str, bins: Sequence[Bin], *, x_title: str, rate: str = "acc
 
 CHART_CSS = """
 svg.chart { background: #fff; border: 1px solid #ddd; border-radius: 4px; margin: 0 10px 10px 0; }
-svg.chart text { font: 10px sans-serif; fill: #333; }
+svg.chart text { font-size: 10px; fill: #333; }
 svg.chart .ct { font-size: 12px; font-weight: bold; text-anchor: middle; }
 svg.chart .xt { text-anchor: middle; fill: #666; }
 svg.chart .yl { text-anchor: end; fill: #666; }
