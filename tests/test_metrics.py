@@ -168,3 +168,14 @@ def test_display_width_pads_wide_characters():
     assert display_width("中文ab") == 6 and display_width("ＡＢ") == 4 and display_width("e\u0301") == 1
     assert display_width(ljust_display("中文", 8)) == display_width(ljust_display("abcd", 8)) == 8
     assert ljust_display("中文识别模型", 4) == "中文识别模型"
+
+
+def test_log_line_names_the_similarity_1_ned():
+    """A model that reads nothing logs '1-NED 0.0000' (a similarity), never 'NED 0.0000' (which reads as perfect)."""
+    from crnn.metrics import format_rates
+
+    m = RecognitionMetrics()
+    m.update(["", ""], ["ab", "c"])
+    line = format_rates(m.compute(), lead_with_cer=False)
+    assert line == "acc 0.0000  CER 1.0000  1-NED 0.0000"
+    assert format_rates(m.compute(), lead_with_cer=True).startswith("CER 1.0000")
