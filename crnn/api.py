@@ -57,7 +57,8 @@ class TrainSummary:
     best_word_acc: float | None  # best mean validation word accuracy seen; None without validation sets
     images_seen: int
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # per data.val path: last.pt's
-    # samples, word_acc, cer, ned_similarity (1-NED; "ned" = the same, deprecated), computed as crnn-eval does (train.protocol, train.decoder)
+    # samples, word_acc, cer, ned_similarity (1-NED; "ned" = the same, deprecated), computed as crnn-eval does
+    # (train.protocol, train.decoder)
 
 
 def _one_line(e: BaseException) -> str:
@@ -301,7 +302,8 @@ def _final_metrics(cfg: Config, last: Path) -> dict[str, dict[str, float]]:
     """Word accuracy, CER and 1-NED of ``last`` on every validation set (the protocol and decoder of training)."""
     report = evaluate(cfg.data.val, weights=last, protocol=cfg.train.protocol, decoder=cfg.train.decoder,
                       batch_size=cfg.data.batch_size, workers=0, worst=0, device=cfg.train.device)
-    return {row["path"]: {k: row[k] for k in ("samples", "word_acc", "cer", "ned_similarity", "ned")} for row in report["datasets"]}
+    keys = ("samples", "word_acc", "cer", "ned_similarity", "ned")  # ned: deprecated, for one release
+    return {row["path"]: {k: row[k] for k in keys} for row in report["datasets"]}
 
 
 def evaluate(data: str | os.PathLike | Sequence[str | os.PathLike], weights: str | os.PathLike | None = None, *,
@@ -312,10 +314,9 @@ def evaluate(data: str | os.PathLike | Sequence[str | os.PathLike], weights: str
     """Evaluate ``weights`` (None = the shipped model) on labelled data; returns what ``crnn-eval --json`` prints.
 
     ``data``: an LMDB, a folder of LMDBs or a folder with gt.txt, or a list of them. The result has one row per
-    dataset under "datasets" and the pooled counts under "overall" (samples, word_acc, cer, ned_similarity = 1-NED, images_per_s,
-    ...). The options are crnn-eval's, with the same defaults. ``report``: also write the HTML report there
-    (``crnn-eval --report``; its index.html path is under "report").
-    """
+    dataset under "datasets" and the pooled counts under "overall" (samples, word_acc, cer, ned_similarity = 1-NED,
+    images_per_s, ...). The options are crnn-eval's, with the same defaults. ``report``: also write the HTML report
+    there (``crnn-eval --report``; its index.html path is under "report")."""
     from crnn.cli import evaluate as cli
     from crnn.engine.distributed import cleanup_distributed
 

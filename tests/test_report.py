@@ -110,6 +110,11 @@ def test_page_escapes_text_pages_errors_and_counts_everything(tmp_path):
     srcs = re.findall(r'<img src="([^"]+)"', html)
     assert srcs and all((tmp_path / "rep" / s).is_file() for s in srcs)
     assert "raw: <q>Zoo!</q>" not in html  # exact protocol: nothing was changed, so no raw line
+    (tmp_path / "rep" / "notes.txt").write_text("mine")
+    write_report(tmp_path / "rep", [data], meta, max_errors=3, page_size=3)  # again, smaller: no stale pages/crops
+    assert not list((tmp_path / "rep").glob("d0-errors-*.html")) and (tmp_path / "rep" / "notes.txt").is_file()
+    assert len(list((tmp_path / "rep" / "img").glob("*.png"))) == len(set(re.findall(
+        r'<img src="([^"]+)"', index.read_text(encoding="utf-8"))))
     for section in ("Where it fails", "Most frequent character confusions", "Characters", "Errors, worst first"):
         assert f"<h3>{section}</h3>" in html
 

@@ -68,6 +68,8 @@ def write_report(out: str | os.PathLike, datasets: Sequence[DatasetInput], meta:
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    for stale in [*out.glob("d*-errors-*.html"), *out.glob("img/d*-*.png")]:  # a previous report's pages and crops
+        stale.unlink()
     images = _Images(out)
     protocol = meta["protocol"]
     sections, nav = [], []
@@ -97,11 +99,12 @@ def _back_link(k: int, name: str) -> str:
 def _header(meta: dict) -> str:
     """Title and the settings every number depends on."""
     step = f", step {meta['step']}" if meta.get("step") is not None else ""
+    protocol = describe_protocol(meta.get("protocol_requested", ""), meta["protocol"])
     warnings = "".join(f'<p class="warn">{escape(w)}</p>' for w in meta.get("warnings", []))
     return (f"<h1>Evaluation report</h1><table class='meta'>"
             f"<tr><th>weights</th><td>{escape(str(meta['weights']))} ({escape(str(meta.get('variant')))}, "
             f"{int(meta.get('num_classes', 1)) - 1} characters{step})</td></tr>"
-            f"<tr><th>protocol</th><td>{escape(describe_protocol(meta.get('protocol_requested', ''), meta['protocol']))}"
+            f"<tr><th>protocol</th><td>{escape(protocol)}"
             f"</td></tr><tr><th>decoder</th><td>{escape(str(meta.get('decoder')))}, "
             f"{meta.get('processes', 1)} process(es) on {escape(str(meta.get('device')))}</td></tr></table>{warnings}")
 
@@ -311,7 +314,8 @@ window.addEventListener('load', function () {
 CSS = """
 body { font: 14px/1.45 system-ui, sans-serif, "Noto Sans CJK SC"; margin: 0 auto; padding: 12px 24px;
        max-width: 1600px; color: #222; background: #fafafa; }
-h1 { font-size: 22px; margin: 6px 0 10px; } h2 { font-size: 18px; border-bottom: 2px solid #4a8fd4; padding-bottom: 3px; }
+h1 { font-size: 22px; margin: 6px 0 10px; }
+h2 { font-size: 18px; border-bottom: 2px solid #4a8fd4; padding-bottom: 3px; }
 h3 { font-size: 15px; margin: 18px 0 6px; color: #333; }
 nav { margin: 6px 0 14px; } nav a { margin-right: 6px; }
 table { border-collapse: collapse; background: #fff; }
