@@ -245,6 +245,10 @@ def test_report_opens_in_headless_chromium_with_every_image(tiny, tmp_path):
     assert 'id="d0"' in dom and 'id="d1"' in dom and dom.count("<svg") == 2 * 6  # 4 charts + 2 character charts each
     for section in ("Where it fails", "Most frequent character confusions", "Characters", "Errors, worst first"):
         assert dom.count(f"<h3>{section}</h3>") == 2
+    paged = write_report(tmp_path / "paged", [DatasetInput("d", {}, CRAFTED, crop)],
+                         {"weights": "w", "protocol": "exact"}, page_size=2)  # 5 errors: index.html + 2 more pages, each with its own crops
+    for page in (paged, paged.with_name("d0-errors-3.html")):
+        assert loaded(open_in_browser(page, tmp_path))[1] == 0
     shutil.copytree(out, tmp_path / "moved")  # the check can fail: a crop missing next to the page is reported
     next((tmp_path / "moved" / "img").glob("*.png")).unlink()
     dom = open_in_browser(tmp_path / "moved" / "index.html", tmp_path)
