@@ -279,3 +279,23 @@ def test_a_large_set_gives_pages_a_browser_opens(tmp_path):
     assert "<b>30,000</b><span>images</span>" in html and "10,000 errors (the 500 worst are shown)" in html
     assert html.count("<img ") <= 100 + 30 and len(html) < 2_000_000
     assert len(list(tmp_path.glob("d0-errors-*.html"))) == 4 and len(list((tmp_path / "img").glob("*.png"))) <= 530
+
+
+def test_indexed_batches_keep_indices_through_moves():
+    """Batch.to / pin_memory rebuild the batch with dataclasses.replace: the report's indices and sizes survive."""
+    from crnn.report.collect import IndexedBatch
+
+    b = IndexedBatch(torch.zeros(2, 1, 4, 8), torch.zeros(0, dtype=torch.long), torch.zeros(2, dtype=torch.long),
+                     ["a", "b"], torch.tensor([8, 8]), 1, indices=[3, 5], sizes=[(10, 4), (12, 4)])
+    moved = b.to("cpu")
+    assert type(moved) is IndexedBatch and moved.indices == [3, 5] and moved.sizes == [(10, 4), (12, 4)]
+
+
+def test_undecodable_images_are_skipped_without_shifting_indices():
+    from crnn.data.loader import make_collate
+    from crnn.report.collect import _IndexedCollate
+
+    collate = _IndexedCollate(make_collate(None, height=4, width=8, keep_ratio=False, channels=1))
+    img = torch.zeros(1, 4, 8)
+    b = collate([(img, "a", 0, (16, 8)), (None, "b", 1, (0, 0)), (img, "c", 2, (24, 8))])
+    assert (b.labels, b.indices, b.sizes, b.num_skipped) == (["a", "c"], [0, 2], [(16, 8), (24, 8)], 1)
