@@ -196,8 +196,10 @@ def _characters(rows: list[A.Row]) -> str:
                       x_title="occurrences in the evaluated labels")
     if len(stats) <= LARGE_ALPHABET:
         per_char = [A.Bin(_plain(s.char), s.occurrences, s.right) for s in stats]
-        worst = sorted(per_char, key=lambda b: (b.accuracy, -b.n))[:30]
-        chart += bar_chart("Error rate of the 30 worst characters", worst, rate="error", x_title="character")
+        worst = [b for b in sorted(per_char, key=lambda b: (b.accuracy, -b.n)) if b.accuracy < 1][:30]
+        if worst:
+            chart += bar_chart(f"Error rate of the {len(worst)} most-missed characters", worst, rate="error",
+                               x_title="character")
     items = "".join(f"<span class='ch' title='{s.occurrences} occurrence(s)'>{_char(s.char)}"
                     f"<small>&times;{s.occurrences}</small></span>" for s in never[:MAX_NEVER_RIGHT])
     more = f" and {len(never) - MAX_NEVER_RIGHT:,} more" if len(never) > MAX_NEVER_RIGHT else ""
