@@ -170,6 +170,14 @@ def test_cli_writes_the_report_and_both_metric_keys(tiny, tmp_path, capsys):
     assert "--report DIR" in subprocess_help()
 
 
+def test_unwritable_report_folder_is_a_one_line_error(tiny, tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    rc = main(["--weights", str(tiny["weights"]), "--data", str(tiny["lmdb"]), "--workers", "0",
+               "--report", str(tmp_path / "file" / "r")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err[-1].startswith(f"crnn-eval: error: {tmp_path / 'file' / 'r'}: cannot write the report")
+
+
 def test_cli_report_of_a_chinese_model(tmp_path, capsys):
     """A zh_gb2312 model that reads nothing: exact protocol, Chinese truth in the gallery, every character missed."""
     cfg = Config()
