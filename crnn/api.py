@@ -57,7 +57,8 @@ class TrainSummary:
     best_word_acc: float | None  # best mean validation word accuracy seen; None without validation sets
     images_seen: int
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # per data.val path: last.pt's
-    # samples, word_acc, cer, ned, computed as crnn-eval does (train.protocol, train.decoder)
+    # samples, word_acc, cer, ned_similarity (1-NED; "ned" = the same, deprecated), computed as crnn-eval does
+    # (train.protocol, train.decoder)
     data_wait_share: float | None = None  # share of step time spent waiting for batches (this sitting, rank 0)
     health: list[str] = field(default_factory=list)  # the training-health warnings given, in words (README Training)
 
@@ -304,25 +305,27 @@ def _final_metrics(cfg: Config, last: Path) -> dict[str, dict[str, float]]:
     """Word accuracy, CER and 1-NED of ``last`` on every validation set (the protocol and decoder of training)."""
     report = evaluate(cfg.data.val, weights=last, protocol=cfg.train.protocol, decoder=cfg.train.decoder,
                       batch_size=cfg.data.batch_size, workers=0, worst=0, device=cfg.train.device)
-    return {row["path"]: {k: row[k] for k in ("samples", "word_acc", "cer", "ned")} for row in report["datasets"]}
+    keys = ("samples", "word_acc", "cer", "ned_similarity", "ned")  # ned: deprecated, for one release
+    return {row["path"]: {k: row[k] for k in keys} for row in report["datasets"]}
 
 
 def evaluate(data: str | os.PathLike | Sequence[str | os.PathLike], weights: str | os.PathLike | None = None, *,
              protocol: str = "auto", decoder: str = "greedy", beam_width: int = 10,
              batch_size: int = 64, workers: int = 1, worst: int = 5, device: str = "auto", amp: str = "off",
-             config: str | os.PathLike | None = None, charset: str | None = None) -> dict:
+             config: str | os.PathLike | None = None, charset: str | None = None,
+             report: str | os.PathLike | None = None, report_errors: int = 500) -> dict:
     """Evaluate ``weights`` (None = the shipped model) on labelled data; returns what ``crnn-eval --json`` prints.
 
     ``data``: an LMDB, a folder of LMDBs or a folder with gt.txt, or a list of them. The result has one row per
-    dataset under "datasets" and the pooled counts under "overall" (samples, word_acc, cer, ned, images_per_s,
-    ...). The options are crnn-eval's, with the same defaults.
-    """
+    dataset under "datasets" and the pooled counts under "overall" (samples, word_acc, cer, ned_similarity = 1-NED,
+    images_per_s, ...). The options are crnn-eval's, with the same defaults. ``report``: also write the HTML report
+    there (``crnn-eval --report``; its index.html path is under "report")."""
     from crnn.cli import evaluate as cli
     from crnn.engine.distributed import cleanup_distributed
 
     paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
-    if min(batch_size, beam_width) < 1 or min(workers, worst) < 0:
-        raise cli.UsageError("--batch-size/--beam-width must be >= 1 and --workers/--worst >= 0")
+    if min(batch_size, beam_width) < 1 or min(workers, worst, report_errors) < 0:
+        raise cli.UsageError("--batch-size/--beam-width must be >= 1 and --workers/--worst/--report-errors >= 0")
     if not paths:
         raise cli.UsageError("no data given; pass at least one dataset")
     parser = cli.build_parser()
@@ -330,7 +333,8 @@ def evaluate(data: str | os.PathLike | Sequence[str | os.PathLike], weights: str
     args = parser.parse_args(["--data", "unused", f"--protocol={protocol}", f"--decoder={decoder}", f"--amp={amp}"])
     vars(args).update(data=[os.fspath(p) for p in paths], weights=None if weights is None else os.fspath(weights),
                       beam_width=beam_width, batch_size=batch_size, workers=workers, worst=worst, device=device,
-                      json=True, config=None if config is None else os.fspath(config), charset=charset)
+                      json=True, config=None if config is None else os.fspath(config), charset=charset,
+                      report=None if report is None else os.fspath(report), report_errors=report_errors)
     try:
         with _one_line_errors(ConfigError):
             return cli.run(args)

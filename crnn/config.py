@@ -54,6 +54,7 @@ class DataConfig:
     synth_seed: int = 0
     synth_style: str = "default"  # default | street (crnn-synth --style: street-view geometry, photo backgrounds)
     synth_workers: int = 0  # 0 = all cores
+    synth_line_len: int = 0  # text lines: every generated line has this many characters (crnn-synth --line-len); 0 = 1..max_label_length
 
 
 @dataclass

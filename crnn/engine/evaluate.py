@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import torch
@@ -44,10 +44,12 @@ def autocast_context(device: torch.device, amp: str) -> contextlib.AbstractConte
 @torch.inference_mode()
 def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device: torch.device, *,
              protocol: str = "auto", decoder: str = "greedy", amp: str = "off",
-             keep_errors: int = 0, max_examples: int = 8, beam_width: int = 10) -> EvalResult:
+             keep_errors: int = 0, max_examples: int = 8, beam_width: int = 10,
+             on_batch: Callable[[object, list[tuple[str, float]]], None] | None = None) -> EvalResult:
     """Run ``model`` over ``loader`` (batches with .images and .labels) and return metrics summed over ranks.
 
     ``protocol="auto"`` is alnum-insensitive for the alnum36 charset and exact for every other alphabet.
+    ``on_batch(batch, readings)`` sees each batch with its (text, confidence) readings (the evaluation report).
     """
     protocol = resolve_protocol(protocol, charset.chars)
     was_training = model.training
@@ -65,7 +67,10 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
         with autocast_context(device, amp):
             logits = model(images)  # (B, T, K)
         kw = {"beam_width": beam_width} if decoder == "beam" else {}
-        preds = [text for text, _ in decode(logits.float(), charset, method=decoder, **kw)]
+        readings = decode(logits.float(), charset, method=decoder, **kw)
+        preds = [text for text, _ in readings]
+        if on_batch is not None:
+            on_batch(batch, readings)
         metrics.update(preds, list(batch.labels))
         predicted.update(preds)
         right.update(p for p, t in zip(preds, batch.labels)

@@ -64,7 +64,7 @@ def synth_options(cfg: Config, style: str = "default"):
     from crnn.data.words import text_mode
 
     lines = SynthOptions(charset=cfg.model.charset, height=cfg.data.height, max_len=cfg.data.max_label_length,
-                         text="lines", style=style)
+                         text="lines", style=style, line_len=cfg.data.synth_line_len)
     if text_mode(SynthOptions(charset=cfg.model.charset)) == "lines":
         return lines
     return SynthOptions(text="words", style=style)
