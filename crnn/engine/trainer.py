@@ -355,7 +355,7 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
             else:
                 _count_nonfinite(st, nonfinite_run, cfg, rt, why)
             stop.poll(rt.rank)
-            signalled = D.any_rank(stop.signum is not None)
+            signalled = D.any_rank(stop.signum is not None, rt.device)  # NCCL reduces only CUDA tensors
             if not signalled:  # on a signal, save at once: no validation that could outlast torchrun's grace time
                 _periodic(cfg, rt, model, charset, vals, st, tb, meter, t_start, step0, opt,
                           save if nonfinite_run == 0 else None, health)
