@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--weights", help="checkpoint (any crnn layout); default: the shipped model in weights/")
+    p.add_argument("--weights", help="checkpoint (any crnn layout) or a shipped model's name: en (English words, "
+                        "the default) or zh (Chinese text lines); a path that exists wins over a name")
     p.add_argument("--data", action="append", required=True, metavar="PATH",
                    help="LMDB, folder of LMDBs, or folder with gt.txt; repeat for several datasets")
     p.add_argument("--protocol", choices=PROTOCOL_CHOICES, default="auto",
@@ -84,10 +85,10 @@ def run(args: argparse.Namespace) -> dict:
     from crnn.engine.checkpoint import load_checkpoint
     from crnn.engine.distributed import get_rank, get_world_size
     from crnn.engine.evaluate import evaluate
-    from crnn.infer import Recognizer, default_weights, fallback_spec
+    from crnn.infer import Recognizer, fallback_spec, resolve_weights
 
     device = _setup_device(args.device)
-    weights = str(args.weights or default_weights())
+    weights = str(resolve_weights(args.weights))
     ckpt = load_checkpoint(weights)
     config, charset = fallback_spec(args.config, args.charset)
     rec = Recognizer.from_checkpoint(ckpt, str(device), args.amp, config=config, charset=charset)
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace) -> dict:
     reports = []
     for path in args.data:
         loader = build_eval_loader(path, height=d.height, width=d.width, keep_ratio=d.keep_ratio,
-                                   max_width=d.max_width, channels=channels, batch_size=args.batch_size,
+                                   max_width=rec.transform.max_width, channels=channels, batch_size=args.batch_size,
                                    num_workers=args.workers, rank=get_rank(), world_size=get_world_size(),
                                    **preprocess_options(d))
         t0 = time.perf_counter()
