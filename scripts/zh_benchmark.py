@@ -13,7 +13,9 @@ so ``crnn-eval --data WORK/heldout`` reads them too):
   rotation, gradient and noisy backgrounds, dark-on-light and light-on-dark) but no clutter (fragments of
   neighbouring text at the edges would make the truth ambiguous);
 - ``seen``: the same text source and damage, drawn in the training fonts;
-- ``clean``: black on white, no effects, Noto Sans CJK SC Regular (a training font), rendered here with PIL.
+- ``clean``: black on white, no effects, Noto Sans CJK SC Regular (a training font), rendered here with PIL;
+- ``long`` (only with ``--sets``): as ``clean`` but 24-40 characters, longer than any training line (up to 12),
+  to see whether reading a line at its own width (up to 4096 px, crnn/infer.py) holds up.
 
 Scores are crnn's metrics under the ``unicode`` protocol (NFKC, whitespace collapsed): CER and line accuracy.
 Speed is lines/s over all three sets on this machine, files read from disk by each tool, torch and onnxruntime
@@ -41,11 +43,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-SETS = ("heldout", "seen", "clean")
-SET_TITLES = {"heldout": "held-out fonts", "seen": "training fonts", "clean": "clean, Noto Sans CJK"}
+SETS = ("heldout", "seen", "clean")  # the table's sets; "long" (--sets) adds clean lines of 24-40 characters
+ALL_SETS = (*SETS, "long")
+SET_TITLES = {"heldout": "held-out fonts", "seen": "training fonts", "clean": "clean, Noto Sans CJK",
+              "long": "long lines (24-40), clean"}
 CHARSET = "zh_gb2312"
 MIN_LEN, MAX_LEN = 4, 12
-SEEDS = {"heldout": 2301, "seen": 2302, "clean": 2303}
+LONG_LEN = (24, 40)  # lines 2-3x longer than any training line: does reading at the image's own width hold up?
+SEEDS = {"heldout": 2301, "seen": 2302, "clean": 2303, "long": 2304}
 VERSION = 1  # bump when the way a set is built changes (the cache is rebuilt)
 NOTO_CJK = "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"
 PPOCR = "PP-OCRv4 (rapidocr)"
@@ -157,10 +162,11 @@ def sample(name: str, index: int, fonts: tuple[str, ...]) -> tuple[bytes, str, s
 
     rng = sample_rng(SEEDS[name], index)
     for _ in range(20):
-        label = text_label(bench_text(rng, line_len(rng)), CHARSET)
+        n = rng.randint(*LONG_LEN) if name == "long" else line_len(rng)
+        label = text_label(bench_text(rng, n), CHARSET)
         if not label or len(label) < MIN_LEN:
             continue
-        if name == "clean":
+        if name in ("clean", "long"):
             buf = io.BytesIO()
             render_clean(label).save(buf, format="PNG")
             return buf.getvalue(), "png", label
@@ -180,7 +186,7 @@ def build_set(name: str, work: Path, num: int) -> Path:
     if done.is_file() and json.loads(done.read_text(encoding="utf-8")) == manifest:
         return folder
     (folder / "images").mkdir(parents=True, exist_ok=True)
-    fonts = tuple(set_fonts(name)) if name != "clean" else ()
+    fonts = tuple(set_fonts(name)) if name in ("heldout", "seen") else ()
     lines = []
     for i in range(num):
         data, ext, label = sample(name, i, fonts)
@@ -323,7 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="our model: a shipped name (zh) or a checkpoint; repeat for several (default: zh)")
     p.add_argument("--num", type=int, default=500, help="lines per set (default 500)")
     p.add_argument("--work", default=str(REPO / "data" / "zh_bench"), help="where the sets are cached")
-    p.add_argument("--sets", default=",".join(SETS), help=f"comma-separated subset of {','.join(SETS)}")
+    p.add_argument("--sets", default=",".join(SETS), help=f"comma-separated sets of {','.join(ALL_SETS)} "
+                   f"(default {','.join(SETS)})")
     p.add_argument("--threads", type=int, default=2, help="torch / onnxruntime threads (default 2)")
     p.add_argument("--no-ppocr", action="store_true", help="leave PP-OCRv4 out")
     p.add_argument("--sheet", default=None, help="contact sheet PNG (default: WORK/contact_sheet.png)")
@@ -335,8 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
-    if not sets or any(s not in SETS for s in sets) or args.num < 1:
-        print(f"zh_benchmark: error: --sets takes {','.join(SETS)} and --num must be >= 1", file=sys.stderr)
+    if not sets or any(s not in ALL_SETS for s in sets) or args.num < 1:
+        print(f"zh_benchmark: error: --sets takes {','.join(ALL_SETS)} and --num must be >= 1", file=sys.stderr)
         return 2
     work = Path(args.work)
     paths, labels = {}, {}

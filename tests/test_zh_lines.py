@@ -253,3 +253,21 @@ def test_clean_renderer_uses_the_sc_face(bench):
         pytest.skip("needs fonts-noto-cjk")
     font = bench.noto_sc(20)
     assert isinstance(font, ImageFont.FreeTypeFont) and font.getname() == ("Noto Sans CJK SC", "Regular")
+
+
+def test_long_set_lines_are_24_to_40_characters(bench):
+    pytest.importorskip("jieba")
+    if not NOTO_CJK.is_file():
+        pytest.skip("needs fonts-noto-cjk")
+    lengths = [len(bench.sample("long", i, ())[2]) for i in range(3)]
+    assert all(24 <= n <= 40 for n in lengths)
+
+
+def test_readme_and_model_card_hold_the_zh_sections_and_table_markers():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Non-Latin scripts and text lines\n", 1)[1].split("\n## ", 1)[0]
+    assert "### Reading Chinese lines" in section and "<!-- zh-table -->" in section
+    assert "crnn-predict --weights zh weights/samples/zh_line.png" in section
+    card = (REPO / "weights" / "README.md").read_text(encoding="utf-8")
+    assert "## Chinese text lines" in card and "<!-- zh-table -->" in card
+    assert Image.open(REPO / "weights" / "samples" / "zh_line.png").height >= 32
