@@ -23,7 +23,8 @@ limited to ``--threads`` (default 2): ours through ``Recognizer.predict_paths`` 
 lines of equal resized width); PP-OCRv4 through ``RapidOCR()(path, use_det=False, use_cls=False)`` (its default API
 call: one line per call). PP-OCRv4 comes from ``pip install rapidocr-onnxruntime`` (a dev-only tool, never a
 dependency of crnn); without it that column is skipped with one line. ``--sheet`` writes a contact sheet PNG of the
-first images of each set with the truth and every model's reading (green: right, red: wrong).
+first images of each set with the truth and every model's reading (green: right, red: wrong); every reading goes
+to WORK/readings.tsv.
 """
 from __future__ import annotations
 
@@ -179,12 +180,14 @@ def sample(name: str, index: int, fonts: tuple[str, ...]) -> tuple[bytes, str, s
 
 
 def build_set(name: str, work: Path, num: int) -> Path:
-    """``work/name/`` with ``num`` images and ``gt.txt``; reused when its manifest matches."""
+    """``work/name/`` with ``num`` images and ``gt.txt``; reused when it was built the same way with >= num lines."""
     folder = work / name
     manifest = {"set": name, "num": num, "seed": SEEDS[name], "version": VERSION, "charset": CHARSET}
     done = folder / "manifest.json"
-    if done.is_file() and json.loads(done.read_text(encoding="utf-8")) == manifest:
-        return folder
+    if done.is_file():
+        cached = json.loads(done.read_text(encoding="utf-8"))
+        if cached.get("num", 0) >= num and {**cached, "num": num} == manifest:
+            return folder  # line i depends only on (set, seed, i): the first num lines are the set of num
     (folder / "images").mkdir(parents=True, exist_ok=True)
     fonts = tuple(set_fonts(name)) if name in ("heldout", "seen") else ()
     lines = []
@@ -198,10 +201,10 @@ def build_set(name: str, work: Path, num: int) -> Path:
     return folder
 
 
-def read_set(folder: Path) -> tuple[list[str], list[str]]:
-    """(image paths, labels) of a built set."""
+def read_set(folder: Path, num: int | None = None) -> tuple[list[str], list[str]]:
+    """(image paths, labels) of the first ``num`` lines (None: all) of a built set."""
     paths, labels = [], []
-    for ln in (folder / "gt.txt").read_text(encoding="utf-8").splitlines():
+    for ln in (folder / "gt.txt").read_text(encoding="utf-8").splitlines()[:num]:
         rel, label = ln.split("\t", 1)
         paths.append(str(folder / rel))
         labels.append(label)
@@ -290,6 +293,17 @@ def markdown(rows: list[dict], sets: list[str], num: int, threads: int) -> str:
     return "\n".join(out)
 
 
+def write_readings(paths: dict[str, list[str]], labels: dict[str, list[str]], columns: list[Column],
+                   out: Path) -> Path:
+    """Every line's truth and readings as TSV: set, path, truth, then one column per model (for error analysis)."""
+    rows = ["\t".join(["set", "path", "truth", *(c.name for c in columns)])]
+    for s in paths:
+        for i, path in enumerate(paths[s]):
+            rows.append("\t".join([s, path, labels[s][i], *(c.readings[s][i] for c in columns)]))
+    out.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return out
+
+
 def contact_sheet(paths: dict[str, list[str]], labels: dict[str, list[str]], columns: list[Column], per_set: int,
                   out: Path) -> Path:
     """One PNG: the first ``per_set`` images of each set, each with its truth and every model's reading."""
@@ -349,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     paths, labels = {}, {}
     for s in sets:
         t0 = time.perf_counter()
-        paths[s], labels[s] = read_set(build_set(s, work, args.num))
+        paths[s], labels[s] = read_set(build_set(s, work, args.num), args.num)
         print(f"set {s}: {len(paths[s])} lines in {work / s} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
     columns = []
     for w in args.weights or ["zh"]:
@@ -368,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
         sheet = contact_sheet(paths, labels, columns, args.sheet_per_set,
                               Path(args.sheet) if args.sheet else work / "contact_sheet.png")
         print(f"contact sheet: {sheet}", file=sys.stderr)
+    if columns:
+        print(f"readings: {write_readings(paths, labels, columns, work / 'readings.tsv')}", file=sys.stderr)
     rows = results(columns, labels)
     if args.json:
         print(json.dumps({"num": args.num, "threads": args.threads, "protocol": "unicode", "rows": rows},

@@ -241,9 +241,12 @@ def test_benchmark_builds_the_clean_set_once_and_runs_our_column(bench, shipped_
     assert img.mode == "L" and img.getextrema() == (0, 255)  # black on white, nothing else
     sheet = Image.open(tmp_path / "contact_sheet.png")
     assert sheet.height > 3 * 48
+    readings = (tmp_path / "readings.tsv").read_text(encoding="utf-8").splitlines()
+    assert readings[0] == "set\tpath\ttruth\tzh" and len(readings) == 4
     first = (tmp_path / "clean" / "images" / "00000.png").stat().st_mtime_ns
-    assert bench.main(argv) == 0  # cached: not rebuilt
+    assert bench.main([a if a != "3" else "2" for a in argv]) == 0  # cached with 3 >= 2 lines: not rebuilt
     assert (tmp_path / "clean" / "images" / "00000.png").stat().st_mtime_ns == first
+    assert json.loads(capsys.readouterr().out)["rows"][0]["clean"]["samples"] == 2
     assert bench.main(["--weights", "nope.pt", "--sets", "clean", "--num", "3", "--work", str(tmp_path)]) == 0
     assert "skipped nope.pt" in capsys.readouterr().err
 
