@@ -173,7 +173,11 @@ def width_batches(widths: Sequence[int], batch_size: int) -> list[list[int]]:
 
 
 class Recognizer:
-    """A CRNN in eval mode plus its charset and preprocessing; batched, ``inference_mode`` prediction."""
+    """A CRNN in eval mode plus its charset and preprocessing; batched, ``inference_mode`` prediction.
+
+    ``max_width``: a keep-ratio model reads a line at its own resized width up to this many pixels (at least the
+    trained ``data.max_width``); wider lines are squeezed to it with a :class:`SqueezeWarning`.
+    """
 
     def __init__(self, model: CRNN, charset: Charset, config: Config, device: torch.device | str = "cpu", *,
                  amp: str = "off", decoder: str = "greedy", beam_width: int = 10,
@@ -202,7 +206,7 @@ class Recognizer:
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike | Checkpoint, device: str = "auto", amp: str = "off", *,
                         config: Config | None = None, charset: Charset | None = None, **kw) -> "Recognizer":
-        """Load any checkpoint layout or a shipped model by name (``config``/``charset``: fallbacks for bare state dicts)."""
+        """Load any checkpoint layout, or a shipped model by name (``config``/``charset``: for bare state dicts)."""
         dev = resolve_device(device)
         ckpt = path if isinstance(path, Checkpoint) else load_checkpoint(resolve_weights(path))
         model, cs, cfg = build_from_checkpoint(ckpt, "cpu", config=config, charset=charset)

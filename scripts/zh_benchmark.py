@@ -64,6 +64,7 @@ class Column:
     name: str
     readings: dict[str, list[str]] = field(default_factory=dict)
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # process CPU time (all threads): less sensitive than wall time to a busy machine
     lines: int = 0
     how: str = ""
 
@@ -223,9 +224,10 @@ def ours(weights: str, sets: dict[str, list[str]], threads: int) -> Column:
     list(rec.predict_paths(next(iter(sets.values()))[:8]))  # warm-up, not timed
     col = Column(weights, how="predict_paths, batches of <= 64 lines of equal resized width")
     for name, paths in sets.items():
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         col.readings[name] = [p.text or "" for p in rec.predict_paths(paths)]
         col.seconds += time.perf_counter() - t0
+        col.cpu_seconds += time.process_time() - c0
         col.lines += len(paths)
     return col
 
@@ -253,9 +255,10 @@ def ppocr(engine, sets: dict[str, list[str]]) -> Column:
         read(p)
     col = Column(PPOCR, how="RapidOCR()(path, use_det=False, use_cls=False): one line per call")
     for name, paths in sets.items():
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         col.readings[name] = [read(p) for p in paths]
         col.seconds += time.perf_counter() - t0
+        col.cpu_seconds += time.process_time() - c0
         col.lines += len(paths)
     return col
 
@@ -275,7 +278,8 @@ def results(columns: list[Column], labels: dict[str, list[str]]) -> list[dict]:
     """One row per recogniser: scores per set and lines/s."""
     rows = []
     for col in columns:
-        row = {"model": col.name, "how": col.how, "lines_per_s": col.lines / max(col.seconds, 1e-9)}
+        row = {"model": col.name, "how": col.how, "lines_per_s": col.lines / max(col.seconds, 1e-9),
+               "lines_per_cpu_s": col.lines / max(col.cpu_seconds, 1e-9)}
         row.update({name: score(col.readings[name], labels[name]) for name in labels})
         rows.append(row)
     return rows
@@ -386,7 +390,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"readings: {write_readings(paths, labels, columns, work / 'readings.tsv')}", file=sys.stderr)
     rows = results(columns, labels)
     if args.json:
-        print(json.dumps({"num": args.num, "threads": args.threads, "protocol": "unicode", "rows": rows},
+        print(json.dumps({"num": args.num, "threads": args.threads, "protocol": "unicode",
+                          "load_avg_1min": os.getloadavg()[0], "rows": rows},
                          ensure_ascii=False, indent=1))
     else:
         print(markdown(rows, sets, args.num, args.threads))

@@ -12,9 +12,11 @@ PROG = "crnn-eval"
 EPILOG = """examples:
   crnn-eval --weights runs/synth_cpu/best.pt --data path/to/iiit5k_train --data data/val.lmdb
   crnn-eval --weights best.pt --data lmdbs/ --protocol exact --worst 20 --json
+  crnn-eval --weights zh --data my_lines/ --protocol unicode   (the shipped Chinese line model)
   torchrun --standalone --nproc_per_node=2 -m crnn.cli.evaluate --weights best.pt --data data/val.lmdb
 
 --data takes an LMDB, a folder of LMDBs (concatenated) or a folder with gt.txt (PATH<TAB>label lines).
+Images are resized as crnn-predict does it (a keep-ratio model reads each line at its own width, up to 4096 px).
 Metrics: word_acc = exact matches / samples after the protocol's normalisation (line accuracy for text
 lines); CER = edit distance / label characters (listed first for every alphabet but alnum36);
 1-NED = 1 - mean(edit distance / max(len(pred), len(label))) (ICDAR 2019, higher is better).

@@ -8,6 +8,7 @@ PROG = "crnn-export"
 EPILOG = """examples:
   crnn-export --weights weights/crnn_vgg_small.pt --format onnx --out crnn.onnx
   crnn-export --weights runs/synth_cpu/best.pt --format torchscript --out crnn.ts.pt --width 128
+  crnn-export --weights zh --format onnx --out crnn_zh.onnx      (the shipped Chinese line model)
 
 The graph takes images [batch, channels, height, width] normalised to [-1, 1] (pixel / 127.5 - 1; models
 converted from other repositories may store another filter/mean/std: see the metadata "normalize") and
