@@ -292,7 +292,8 @@ def markdown(rows: list[dict], sets: list[str], num: int, threads: int) -> str:
     for r in rows:
         cells = [f"{100 * r[s]['cer']:.2f} % / {100 * r[s]['line_acc']:.1f} %" for s in sets]
         out.append(f"| {r['model']} | " + " | ".join(cells) + f" | {r['lines_per_s']:.0f} |")
-    out.append(f"\n{num} lines of 4-12 characters per set (text: held-out corpus words), protocol unicode; "
+    lengths = ", ".join(f"{s}: {'%d-%d' % LONG_LEN if s == 'long' else f'{MIN_LEN}-{MAX_LEN}'}" for s in sets)
+    out.append(f"\n{num} lines per set (characters per line: {lengths}; text: held-out corpus words), protocol unicode; "
                f"speed over all sets, {threads} thread(s). " + "; ".join(f"{r['model']}: {r['how']}" for r in rows))
     return "\n".join(out)
 
