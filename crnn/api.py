@@ -1,7 +1,7 @@
 """The public Python API, exported as ``crnn.Recognizer``, ``crnn.load_config``, ``crnn.train`` and ``crnn.evaluate``.
 
     import crnn
-    reader = crnn.Recognizer()                      # the shipped model in weights/
+    reader = crnn.Recognizer()                      # the shipped model in weights/ (English words; "zh": Chinese lines)
     print(reader.read("word.png"))                  # Reading(text='hello', confidence=0.97)
 
 A thin, stable layer over :mod:`crnn.infer` (preprocessing and batching, shared with ``crnn-predict``),
@@ -165,7 +165,8 @@ class Recognizer:
                  beam_width: int = 10, lexicon: str | os.PathLike | Sequence[str] | None = None,
                  batch_size: int = 64, amp: str = "off", config: str | os.PathLike | None = None,
                  charset: str | None = None) -> None:
-        """Load ``weights`` (None = the shipped model in weights/); the options are those of crnn-predict.
+        """Load ``weights``: a checkpoint path or a shipped model's name (None or "en" = English words, "zh" =
+        Chinese text lines; a path that exists wins over a name). The options are those of crnn-predict.
 
         ``device``: auto | cpu | cuda | cuda:N. ``decoder``: greedy | beam (default: beam when a lexicon is given,
         else greedy). ``lexicon``: a word-list file (one word per line) or a list of words; the answer is then the
@@ -174,9 +175,9 @@ class Recognizer:
         """
         from crnn.engine.checkpoint import load_checkpoint
         from crnn.infer import Recognizer as Engine
-        from crnn.infer import default_weights, fallback_spec
+        from crnn.infer import fallback_spec, resolve_weights
 
-        self.weights = Path(weights) if weights is not None else default_weights()
+        self.weights = resolve_weights(weights)
         ckpt = load_checkpoint(self.weights)
         with _one_line_errors(ConfigError):
             fallback_config, fallback_charset = fallback_spec(None if config is None else str(config), charset)
@@ -247,6 +248,7 @@ class Recognizer:
 
         from crnn.infer import ImageReadError, load_image
 
+        where_path = item if isinstance(item, (str, os.PathLike)) else None
         if isinstance(item, (str, os.PathLike)):
             try:
                 item = load_image(item)
@@ -256,7 +258,7 @@ class Recognizer:
             item = _array_image(item, channels, where)
         elif not isinstance(item, Image.Image):
             raise TypeError(f"{where}: expected a file path, a PIL image or a numpy array, got {type(item).__name__}")
-        return self._engine.preprocess(item)
+        return self._engine.preprocess(item, os.fspath(where_path) if where_path is not None else where)
 
 
 def _lexicon_words(lexicon: str | os.PathLike | Sequence[str] | None) -> list[str] | None:

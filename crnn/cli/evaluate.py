@@ -12,10 +12,12 @@ PROG = "crnn-eval"
 EPILOG = """examples:
   crnn-eval --weights runs/synth_cpu/best.pt --data path/to/iiit5k_train --data data/val.lmdb
   crnn-eval --weights best.pt --data lmdbs/ --protocol exact --worst 20 --json
+  crnn-eval --weights zh --data my_lines/ --protocol unicode   (the shipped Chinese line model)
   torchrun --standalone --nproc_per_node=2 -m crnn.cli.evaluate --weights best.pt --data data/val.lmdb
   crnn-eval --data svt_train/ --data data/val.lmdb --report report/   # then open report/index.html
 
 --data takes an LMDB, a folder of LMDBs (concatenated) or a folder with gt.txt (PATH<TAB>label lines).
+Images are resized as crnn-predict does it (a keep-ratio model reads each line at its own width, up to 4096 px).
 Metrics: word_acc = exact matches / samples after the protocol's normalisation (line accuracy for text
 lines); CER = edit distance / label characters (listed first for every alphabet but alnum36);
 1-NED = 1 - mean(edit distance / max(len(pred), len(label))) (ICDAR 2019, higher is better); --json key
@@ -50,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--weights", help="checkpoint (any crnn layout); default: the shipped model in weights/")
+    p.add_argument("--weights", help="checkpoint (any crnn layout) or a shipped model's name: en (English words, "
+                        "the default) or zh (Chinese text lines); a path that exists wins over a name")
     p.add_argument("--data", action="append", required=True, metavar="PATH",
                    help="LMDB, folder of LMDBs, or folder with gt.txt; repeat for several datasets")
     p.add_argument("--protocol", choices=PROTOCOL_CHOICES, default="auto",
@@ -93,11 +96,11 @@ def run(args: argparse.Namespace) -> dict:
     from crnn.engine.checkpoint import load_checkpoint
     from crnn.engine.distributed import get_rank, get_world_size
     from crnn.engine.evaluate import evaluate
-    from crnn.infer import Recognizer, default_weights, fallback_spec
+    from crnn.infer import Recognizer, fallback_spec, resolve_weights
     from crnn.report.collect import SampleRecorder, build_report_loader
 
     device = _setup_device(args.device)
-    weights = str(args.weights or default_weights())
+    weights = str(resolve_weights(args.weights))
     ckpt = load_checkpoint(weights)
     config, charset = fallback_spec(args.config, args.charset)
     rec = Recognizer.from_checkpoint(ckpt, str(device), args.amp, config=config, charset=charset)
@@ -108,9 +111,9 @@ def run(args: argparse.Namespace) -> dict:
         recorder = SampleRecorder() if args.report else None
         build = build_report_loader if recorder else build_eval_loader
         loader = build(path, height=d.height, width=d.width, keep_ratio=d.keep_ratio,
-                                   max_width=d.max_width, channels=channels, batch_size=args.batch_size,
-                                   num_workers=args.workers, rank=get_rank(), world_size=get_world_size(),
-                                   **preprocess_options(d))
+                       max_width=rec.transform.max_width, channels=channels, batch_size=args.batch_size,
+                       num_workers=args.workers, rank=get_rank(), world_size=get_world_size(),
+                       **preprocess_options(d))
         t0 = time.perf_counter()
         res = evaluate(model, loader, rec.charset, device, protocol=args.protocol, decoder=args.decoder,
                        amp=args.amp, keep_errors=args.worst, max_examples=0, beam_width=args.beam_width,

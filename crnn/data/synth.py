@@ -66,6 +66,7 @@ class SynthOptions:
     style: str = "default"  # default | street: street-view geometry, photo backgrounds, harsher camera
     # train: no held-out CJK font, no held-out corpus word | heldout: only those (validation) | all
     split: str = "train"
+    clutter: bool = True  # fragments of neighbouring text at the crop's edges (a benchmark's clean labels: False)
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
@@ -570,7 +571,7 @@ def render_word(text: str, rng: random.Random, fonts: list[str], opts: SynthOpti
     if rng.random() < (0.2 if street else 0.06):
         stack = _curve(stack, rng, fs, street)
     stack = _crop(stack, _crop_box(stack, rng))
-    clutter = _clutter(stack, rng, fonts, fs, opts) if rng.random() < 0.25 else None
+    clutter = _clutter(stack, rng, fonts, fs, opts) if opts.clutter and rng.random() < 0.25 else None
     img = _lighting(_compose(stack, clutter, style, rng, nrng), rng)
     return _camera(img, rng, nrng, opts, sev)
 
