@@ -59,6 +59,7 @@ class DataConfig:
     rehearsal_ratio: float = 0.5  # share of each training batch drawn from data.rehearsal
     rehearsal_num: int = 0  # >0: generate this many synthetic base-style words at data.rehearsal when missing
     rehearsal_seed: int = 7  # its seed (the base-style held-out set train.base_val_num uses another)
+    synth_line_len: int = 0  # text lines: every generated line has this many characters (crnn-synth --line-len); 0 = 1..max_label_length
 
 
 @dataclass

@@ -22,7 +22,7 @@ from crnn.metrics import format_rates, resolve_protocol
 log = logging.getLogger("crnn")
 
 BASE_VAL_SEED_OFFSET = 1_000_003  # the synthetic base-domain held-out set: another seed than the rehearsal data
-KEPT_METRICS = ("samples", "word_acc", "cer", "ned")
+KEPT_METRICS = ("samples", "word_acc", "cer", "ned_similarity")
 
 
 def training_sources(cfg: Config) -> list[dict]:
@@ -115,7 +115,7 @@ def validate_base(model, vals: ValSets, charset: Charset, cfg: Config, rt: Runti
                  vals.base_protocol)
         if tb is not None:
             tag = Path(name).name or name
-            for k in ("word_acc", "cer", "ned"):
+            for k in ("word_acc", "cer", "ned_similarity"):
                 tb.add_scalar(f"base/{tag}/{k}", m[k], step)
 
 

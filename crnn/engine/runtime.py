@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import time
 from dataclasses import dataclass, field
 
 import torch
@@ -32,6 +33,14 @@ class Runtime:
     @property
     def main(self) -> bool:
         return self.rank == 0
+
+    def clock(self) -> float:
+        """Seconds, for timing training steps: on CUDA once the device has finished its queued work (kernels run
+        asynchronously, so without this the time a step then waits for its next batch would include the device's
+        tail of the previous step, counting computation as waiting for data)."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return time.perf_counter()
 
 
 def resolve_device(name: str, local_rank: int = 0) -> torch.device:
