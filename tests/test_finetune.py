@@ -196,9 +196,10 @@ def test_train_from_another_alphabet_with_rehearsal_reports_before_and_after(tmp
     ck = torch.load(run.last, weights_only=True)
     assert ck["charset"]["chars"] == charset and ck["num_classes"] == len(charset) + 1
     assert ck["state"]["before"][str(base_val)]["samples"] == 8  # a resumed run still knows its starting point
-    trained = {name for name, _ in base_model.named_parameters()}  # BN running statistics are buffers: excluded
     start = base_model.state_dict()
-    assert all(torch.equal(ck["model"][k], start[k]) for k in trained if k.startswith("cnn."))  # frozen
+    cnn_keys = [k for k in start if k.startswith("cnn.") and not k.endswith("num_batches_tracked")]
+    assert any(k.endswith("running_mean") for k in cnn_keys)  # vgg_small has BatchNorm: its statistics are checked
+    assert all(torch.equal(ck["model"][k], start[k]) for k in cnn_keys)  # frozen: weights and BN statistics
     assert not torch.equal(ck["model"]["rnn2.weight_ih_l0"], start["rnn2.weight_ih_l0"])  # trained
     assert "step 0: CNN frozen (train.freeze_cnn_steps)" in text
 
@@ -213,8 +214,15 @@ def test_freeze_then_unfreeze_and_ddp_refuses_unfreezing():
     model = build_model("vgg_small", 1, 5, 16)
     set_cnn_frozen(model, True, 0, main=False)
     assert not any(p.requires_grad for p in model.cnn.parameters()) and model.head.weight.requires_grad
+    bns = [m for m in model.cnn.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    assert bns and all(m.momentum == 0.0 for m in bns)  # frozen BN statistics
+    stats = [m.running_mean.clone() for m in bns]
+    model.train()(torch.rand(2, 1, 32, 64))
+    assert all(torch.equal(m.running_mean, s) for m, s in zip(bns, stats))
     set_cnn_frozen(model, False, 3, main=False)
-    assert all(p.requires_grad for p in model.parameters())
+    assert all(p.requires_grad for p in model.parameters()) and all(m.momentum == 0.1 for m in bns)
+    model(torch.rand(2, 1, 32, 64))
+    assert not torch.equal(bns[0].running_mean, stats[0])  # they follow the data again
     with pytest.raises(TrainingError, match="not possible under DDP"):
         check_freeze(cfg, "ddp")
     check_freeze(load_config(None, ["train.freeze_cnn_steps=-1"]), "ddp")  # frozen throughout: fine

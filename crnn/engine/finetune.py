@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import torch
+
 from crnn.charset import Charset
 from crnn.config import Config
 from crnn.engine.evaluate import evaluate
@@ -139,13 +141,23 @@ def cnn_frozen(cfg: Config, step: int) -> bool:
 
 
 def set_cnn_frozen(bare, frozen: bool, step: int, main: bool) -> None:
-    """Freeze or unfreeze the CNN's weights (no gradients are computed for them: a frozen step is also faster);
-    BatchNorm statistics still follow the data. Logs only when the state changes."""
+    """Freeze or unfreeze the CNN: its weights (no gradients are computed for them: a frozen step is also faster)
+    and its BatchNorm running statistics (momentum 0 while frozen, so that the features the base model read its
+    domain with stay exactly as they were; a batch is still normalised by its own statistics in training mode).
+    Logs only when the state changes."""
     params = list(bare.cnn.parameters())
     if all(p.requires_grad != frozen for p in params):
         return
     for p in params:
         p.requires_grad_(not frozen)
+    for m in bare.cnn.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            if frozen:
+                m._crnn_momentum = getattr(m, "_crnn_momentum", m.momentum)
+                m.momentum = 0.0
+            elif hasattr(m, "_crnn_momentum"):
+                m.momentum = m._crnn_momentum
+                del m._crnn_momentum
     if main:
         log.info("step %d: CNN %s (train.freeze_cnn_steps)", step, "frozen" if frozen else "unfrozen: training "
                  "every layer from here")
