@@ -272,6 +272,10 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
         check_output_dir(out)
         log.info("resolved config:\n%s", dump_config(cfg).rstrip())
         log.info("mode: %s on %s (world size %d)", rt.mode, rt.device, rt.world_size)
+        if rt.device.type == "cuda":
+            log.info("cudnn.benchmark=%s (%s)", torch.backends.cudnn.benchmark,
+                     "keep-ratio batches vary in width" if cfg.data.keep_ratio and cfg.data.pad == "batch"
+                     else "fixed-size batches")
     D.barrier()
     charset = Charset.from_config(cfg.model)
     if rt.main:
