@@ -286,6 +286,18 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
     with D.main_process_first(local=True):  # a machine that cannot see rank 0's files (unshared disks) makes its own
         prepare_data(cfg)
     train_loader, vals = build_loaders(cfg, charset, rt)
+    try:
+        return _fit_loaded(cfg, rt, st, charset, train_loader, vals)
+    finally:  # at once, also on errors: the workers ignore SIGTERM, so exit could not stop them (stop_workers)
+        from crnn.data.loader import stop_workers
+
+        for loader in (train_loader, *vals.values()):
+            stop_workers(loader)
+
+
+def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, train_loader, vals: dict) -> dict:
+    t = cfg.train
+    out = Path(t.output_dir)
     model, bare = build_training_model(cfg, charset, rt)
     if rt.main:
         log.info("model %s: %.2f M parameters, %d classes, T=%d for width %d", cfg.model.variant,
