@@ -6,7 +6,8 @@ timing, FLOP count) and bench_data (JPEG word-crop LMDB, loader timing). Section
 
 * **steps**: images/s of the reference (fp32, eager) and of our step in each mode (fp32, bf16, fp16 + GradScaler,
   channels_last, bf16 + channels_last, torch.compile fp32 / bf16, CUDA graphs via ``torch.compile(mode=
-  "reduce-overhead")`` with bf16) for ``vgg`` and ``vgg_small`` at batch 256; ratios are medians over interleaved
+  "reduce-overhead")`` with bf16; the compiled modes for ``--compile-variants``, default vgg_small) for ``vgg`` and
+  ``vgg_small`` at batch 256; ratios are medians over interleaved
   rounds of reference time / mode time, so they hold even when the machine's speed drifts. TF32 stays at torch's
   defaults (off for matmuls) for both sides.
 * **peak**: an n x n bf16 (and fp32) matmul timed on the device in the same run; each mode's achieved TFLOP/s
@@ -21,7 +22,7 @@ timing, FLOP count) and bench_data (JPEG word-crop LMDB, loader timing). Section
 CUDA-only modes (fp16, compile, CUDA graphs, busy share, retune) are skipped with the reason on a CPU; ``--quick`` runs
 the CPU rehearsal in seconds (vgg_small, batch 4, fp32), which tests/test_benchmarks.py does on every run.
 
-    python benchmarks/bench_gpu.py --out bench_gpu.json                       # on a GPU: ~4 min (H100)
+    python benchmarks/bench_gpu.py --out bench_gpu.json                       # on a GPU (estimate: 3 min)
     python benchmarks/bench_gpu.py --quick --out /tmp/q.json                  # CPU rehearsal, seconds
     python benchmarks/bench_gpu.py --sections steps peak --variants vgg       # a part
 """
@@ -287,8 +288,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--variants", nargs="+", default=["vgg_small", "vgg"])
     p.add_argument("--modes", nargs="+", choices=list(GPU_MODES), default=list(GPU_MODES))
-    p.add_argument("--compile-variants", nargs="*", default=["vgg_small", "vgg"],
-                   help="variants that also run the torch.compile / CUDA-graph modes")
+    p.add_argument("--compile-variants", nargs="*", default=["vgg_small"],
+                   help="variants that also run the torch.compile / CUDA-graph modes (each compile costs ~a minute)")
     p.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     p.add_argument("--device", default="auto", help="auto | cuda | cuda:N | cpu")
     p.add_argument("--batch-size", type=int, default=256)
@@ -329,14 +330,23 @@ def main(argv: list[str] | None = None) -> int:
                  "config": {k: v for k, v in vars(args).items() if k != "out"}, "skipped_sections": {}}
     log(f"bench_gpu on {res['device']['name']}")
     t0 = time.perf_counter()
+
+    def save() -> None:  # after every section: a run stopped at its time limit keeps what it measured
+        res["wall_s"] = round(time.perf_counter() - t0, 1)
+        if args.out:
+            with open(args.out, "w", encoding="utf-8") as f:
+                json.dump(res, f, indent=2, default=str)
+
     if "peak" in args.sections:
         res["peak"] = matmul_peak(device, args.matmul_size)
+        save()
     if "steps" in args.sections:
         res["steps"] = {v: run_steps(v, args, device, log) for v in args.variants}
         if "peak" in res:
             for v in res["steps"].values():
                 for r in v["rows"].values():
                     r["of_bf16_peak"] = r["tflop_per_s"] / res["peak"]["bf16"]
+        save()
     with tempfile.TemporaryDirectory() as tmp:
         if {"loader", "busy"} & set(args.sections):
             path = make_lmdb(os.path.join(tmp, "crops.lmdb"), args.loader_images)
@@ -351,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
                              "demand_from": f"{best[0]} {best[1]}" if best else "no steps measured",
                              "workers_needed": math.ceil(demand / per_worker) if per_worker else None,
                              "source": "real crops" if bench_data.shared_dataset("iiit5k_train") else "synthetic"}
+            save()
         if "busy" in args.sections:
             if device.type != "cuda":
                 res["skipped_sections"]["busy"] = "needs CUDA (the GPU's share of busy time)"
@@ -359,16 +370,14 @@ def main(argv: list[str] | None = None) -> int:
                 ws = sorted({args.workers[0], args.workers[-1]} | (
                     {min(res["loader"]["workers_needed"] or 1, args.workers[-1])} if "loader" in res else set()))
                 res["busy"] = [busy_share(args.variants[0], mode, path, w, args, device) for w in ws]
+                save()
     if "retune" in args.sections:
         if device.type != "cuda":
             res["skipped_sections"]["retune"] = "needs CUDA (cudnn.benchmark)"
         else:
             res["retune"] = retune(device, args.batch_size)
-    res["wall_s"] = round(time.perf_counter() - t0, 1)
+    save()
     print_tables(res)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(res, f, indent=2, default=str)
     return 0
 
 

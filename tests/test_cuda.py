@@ -36,7 +36,8 @@ needs_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU (torch.cu
 CHARSET = "alnum36"
 TINY = ["data.batch_size=8", "data.num_workers=0", "train.log_every=1", "train.warmup_steps=0",
         "train.tensorboard=false", "train.show_predictions=0", "train.val_every=0", "data.val=[]"]
-PY_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "PYTHON": sys.executable,
+PY_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHON": sys.executable,
+          "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
           "PYTHONUNBUFFERED": "1"}
 
 
