@@ -301,6 +301,10 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
         check_output_dir(out)
         log.info("resolved config:\n%s", dump_config(cfg).rstrip())
         log.info("mode: %s on %s (world size %d)", rt.mode, rt.device, rt.world_size)
+        if rt.device.type == "cuda":
+            log.info("cudnn.benchmark=%s (%s)", torch.backends.cudnn.benchmark,
+                     "keep-ratio batches vary in width" if cfg.data.keep_ratio and cfg.data.pad == "batch"
+                     else "fixed-size batches")
     D.barrier()
     charset = Charset.from_config(cfg.model)
     if rt.main:
@@ -311,6 +315,18 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
     with D.main_process_first(local=True):  # a machine that cannot see rank 0's files (unshared disks) makes its own
         prepare_data(cfg)
     train_loader, vals = build_loaders(cfg, charset, rt)
+    try:
+        return _fit_loaded(cfg, rt, st, charset, train_loader, vals)
+    finally:  # at once, also on errors: the workers ignore SIGTERM, so exit could not stop them (stop_workers)
+        from crnn.data.loader import stop_workers
+
+        for loader in (train_loader, *vals.values(), *vals.base.values()):
+            stop_workers(loader)
+
+
+def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, train_loader, vals: dict) -> dict:
+    t = cfg.train
+    out = Path(t.output_dir)
     info: dict = {}
     model, bare = build_training_model(cfg, charset, rt, info)
     vals.base_protocol = base_protocol(cfg, info.get("base_charset"), charset)
