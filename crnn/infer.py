@@ -41,6 +41,10 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".
 CHUNK = 512  # images loaded and predicted together by predict_paths (bounds memory on huge inputs)
 # The shipped models by name (files in weights/ of the package checkout); "en" is the default everywhere.
 WEIGHTS_BY_NAME = {"en": "crnn_vgg_small.pt", "zh": "crnn_zh_lines.pt"}
+# names whose model this release does not ship yet: what a user can do instead (README "Reading Chinese lines")
+NOT_YET_SHIPPED = {"zh": "no Chinese model ships in this release (its training needs a GPU: README 'Reading Chinese "
+                         "lines'); train one with crnn-train --config configs/shipped_zh.yaml and copy its best.pt "
+                         "there"}
 SHIPPED_MODEL = WEIGHTS_BY_NAME["en"]
 
 
@@ -106,8 +110,9 @@ def resolve_weights(weights: str | os.PathLike | None, folder: str | os.PathLike
         return path
     file = (Path(folder) if folder is not None else weights_folder()) / WEIGHTS_BY_NAME[str(weights)]
     if not file.is_file():
-        raise InferenceError(f"shipped model {weights!r} is {file}, which is not there; get it with the crnn checkout "
-                             f"(git pull) or pass --weights PATH to a checkpoint")
+        how = NOT_YET_SHIPPED.get(str(weights), "get it with the crnn checkout (git pull)")
+        raise InferenceError(f"shipped model {weights!r} is {file}, which is not there; {how}, "
+                             f"or pass --weights PATH to a checkpoint")
     return file
 
 

@@ -113,6 +113,7 @@ def test_a_missing_named_model_is_one_line_everywhere(tmp_path, monkeypatch, cap
         assert main(["--weights", "zh", *argv]) == 2
         err = capsys.readouterr().err
         assert len(err.splitlines()) == 1 and "crnn_zh_lines.pt, which is not there" in err, err
+        assert "no Chinese model ships in this release" in err and "configs/shipped_zh.yaml" in err
     with pytest.raises(InferenceError, match="crnn_zh_lines.pt"):
         crnn.Recognizer("zh")
 
