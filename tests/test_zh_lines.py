@@ -271,7 +271,11 @@ def test_readme_and_model_card_hold_the_zh_sections_and_table_markers():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## Non-Latin scripts and text lines\n", 1)[1].split("\n## ", 1)[0]
     assert "### Reading Chinese lines" in section and "<!-- zh-table -->" in section
-    assert "crnn-predict --weights zh weights/samples/zh_line.png" in section
+    assert "crnn-predict --weights runs/zh_lines/best.pt weights/samples/zh_line.png" in section
     card = (REPO / "weights" / "README.md").read_text(encoding="utf-8")
     assert "## Chinese text lines" in card and "<!-- zh-table -->" in card
+    # the docs say whether a Chinese model ships, and they say what the weights folder holds
+    shipped = (REPO / "weights" / "crnn_zh_lines.pt").is_file()
+    assert ("**No Chinese model ships in this release.**" in section) is not shipped
+    assert ("**Not shipped in this release.**" in card) is not shipped
     assert Image.open(REPO / "weights" / "samples" / "zh_line.png").height >= 32
