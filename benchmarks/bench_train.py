@@ -40,8 +40,8 @@ from crnn.charset import Charset
 from crnn.config import Config
 from crnn.data.collate import Batch
 from crnn.engine.autotune import choose_amp
-from crnn.engine.trainer import (Runtime, build_optimizer, build_scheduler, build_training_model, optimizer_step,
-                                 train_step)
+from crnn.engine.trainer import (Runtime, build_optimizer, build_scaler, build_scheduler, build_training_model,
+                                 optimizer_step, train_step)
 from crnn.model import VGG_SPECS, VARIANTS, count_parameters
 
 CHARSET = "alnum36"
@@ -159,16 +159,16 @@ def make_batches(n: int, batch_size: int, seed: int = 0) -> list[Batch]:
     return out
 
 
-def reference_step_fn(variant: str, seed: int = 0) -> tuple[Callable[[Batch], float], nn.Module]:
-    """(step, model) for the reference: forward, log_softmax, nn.CTCLoss, backward, clip, Adam."""
+def reference_step_fn(variant: str, seed: int = 0, device: str = "cpu") -> tuple[Callable[[Batch], float], nn.Module]:
+    """(step, model) for the reference: forward, log_softmax, nn.CTCLoss, backward, clip, Adam (on ``device``)."""
     torch.manual_seed(seed)
     nclass = Charset.from_spec(CHARSET).num_classes
-    model = build_reference(variant, 1, nclass).train()
+    model = build_reference(variant, 1, nclass).to(device).train()
     crit = nn.CTCLoss(zero_infinity=True)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
 
     def step(batch: Batch) -> float:
-        preds = model(batch.images)  # (T, B, K)
+        preds = model(batch.images.to(device, non_blocking=True))  # (T, B, K)
         preds_size = torch.full((preds.size(1),), preds.size(0), dtype=torch.long)
         loss = crit(preds.log_softmax(2), batch.targets, preds_size, batch.target_lengths)
         opt.zero_grad()
@@ -180,32 +180,40 @@ def reference_step_fn(variant: str, seed: int = 0) -> tuple[Callable[[Batch], fl
     return step, model
 
 
-def crnn_config(variant: str, mode: str) -> Config:
-    """The crnn config of one mode: Adam at a constant LR, clip 5, on the CPU."""
-    amp, channels_last, compile_ = MODES[mode]
+def crnn_config(variant: str, mode: str, device: str = "cpu", modes: dict | None = None) -> Config:
+    """The crnn config of one mode (of ``modes``, default :data:`MODES`): Adam at a constant LR, clip 5."""
+    amp, channels_last, compile_ = (modes or MODES)[mode][:3]
     cfg = Config()
     cfg.model.variant, cfg.model.charset = variant, CHARSET
     t = cfg.train
-    t.device, t.amp, t.channels_last, t.compile = "cpu", amp, channels_last, compile_
+    t.device, t.amp, t.channels_last, t.compile = device, amp, channels_last, bool(compile_)
     t.optimizer, t.lr, t.grad_clip, t.schedule, t.warmup_steps = "adam", LR, CLIP, "constant", 0
     return cfg
 
 
-def crnn_step_fn(variant: str, mode: str, init: nn.Module) -> tuple[Callable[[Batch], float], nn.Module]:
-    """(step, bare model) for crnn's own training step in ``mode``, starting from ``init``'s weights."""
-    cfg = crnn_config(variant, mode)
-    rt = Runtime(torch.device("cpu"), "single")
+def crnn_step_fn(variant: str, mode: str, init: nn.Module, device: str = "cpu",
+                 modes: dict | None = None) -> tuple[Callable[[Batch], float], nn.Module]:
+    """(step, bare model) for crnn's own training step in ``mode``, starting from ``init``'s weights.
+
+    A mode's optional fourth field is a ``torch.compile`` mode (e.g. ``"reduce-overhead"``: CUDA graphs)."""
+    spec = (modes or MODES)[mode]
+    cfg = crnn_config(variant, mode, device, modes)
+    rt = Runtime(torch.device(device), "single")
+    if len(spec) > 3 and spec[3]:
+        cfg.train.compile = False  # compiled below with the mode asked for
     model, bare = build_training_model(cfg, Charset.from_spec(CHARSET), rt)
     copy_weights(init, bare)
     if cfg.train.channels_last:  # load_state_dict keeps the parameters' memory format, but be sure
         bare.to(memory_format=torch.channels_last)
-    opt = build_optimizer(cfg, model)
+    if len(spec) > 3 and spec[3]:
+        model = torch.compile(model, mode=spec[3])
+    opt, scaler = build_optimizer(cfg, model), build_scaler(cfg, rt)
     sched = build_scheduler(cfg, opt)
     model.train()
 
     def step(batch: Batch) -> float:
-        loss, _ = train_step(model, batch, opt, None, cfg, rt, True, bare)
-        optimizer_step(model, opt, sched, None, cfg)
+        loss, _ = train_step(model, batch, opt, scaler, cfg, rt, True, bare)
+        optimizer_step(model, opt, sched, scaler, cfg)
         return loss
 
     return step, bare

@@ -1,7 +1,7 @@
 """The public Python API, exported as ``crnn.Recognizer``, ``crnn.load_config``, ``crnn.train`` and ``crnn.evaluate``.
 
     import crnn
-    reader = crnn.Recognizer()                      # the shipped model in weights/
+    reader = crnn.Recognizer()                      # the shipped model in weights/ (English words; "zh": Chinese lines)
     print(reader.read("word.png"))                  # Reading(text='hello', confidence=0.97)
 
 A thin, stable layer over :mod:`crnn.infer` (preprocessing and batching, shared with ``crnn-predict``),
@@ -57,7 +57,14 @@ class TrainSummary:
     best_word_acc: float | None  # best mean validation word accuracy seen; None without validation sets
     images_seen: int
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # per data.val path: last.pt's
-    # samples, word_acc, cer, ned, computed as crnn-eval does (train.protocol, train.decoder)
+    # samples, word_acc, cer, ned_similarity (1-NED; "ned" = the same, deprecated), computed as crnn-eval does
+    # (train.protocol, train.decoder)
+    before: dict[str, dict[str, float]] = field(default_factory=dict)  # per data.val and train.base_val path:
+    # the same metrics at step 0 (recorded when train.base_val is set), to set "after" against
+    base_metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # per train.base_val path: the final
+    # model's metrics on the base domain (train.base_protocol); with ``before``: what fine-tuning forgot
+    data_wait_share: float | None = None  # share of step time spent waiting for batches (this sitting, rank 0)
+    health: list[str] = field(default_factory=list)  # the training-health warnings given, in words (README Training)
 
 
 def _one_line(e: BaseException) -> str:
@@ -162,7 +169,8 @@ class Recognizer:
                  beam_width: int = 10, lexicon: str | os.PathLike | Sequence[str] | None = None,
                  batch_size: int = 64, amp: str = "off", config: str | os.PathLike | None = None,
                  charset: str | None = None) -> None:
-        """Load ``weights`` (None = the shipped model in weights/); the options are those of crnn-predict.
+        """Load ``weights``: a checkpoint path or a shipped model's name (None or "en" = English words, "zh" =
+        Chinese text lines; a path that exists wins over a name). The options are those of crnn-predict.
 
         ``device``: auto | cpu | cuda | cuda:N. ``decoder``: greedy | beam (default: beam when a lexicon is given,
         else greedy). ``lexicon``: a word-list file (one word per line) or a list of words; the answer is then the
@@ -171,9 +179,9 @@ class Recognizer:
         """
         from crnn.engine.checkpoint import load_checkpoint
         from crnn.infer import Recognizer as Engine
-        from crnn.infer import default_weights, fallback_spec
+        from crnn.infer import fallback_spec, resolve_weights
 
-        self.weights = Path(weights) if weights is not None else default_weights()
+        self.weights = resolve_weights(weights)
         ckpt = load_checkpoint(self.weights)
         with _one_line_errors(ConfigError):
             fallback_config, fallback_charset = fallback_spec(None if config is None else str(config), charset)
@@ -244,6 +252,7 @@ class Recognizer:
 
         from crnn.infer import ImageReadError, load_image
 
+        where_path = item if isinstance(item, (str, os.PathLike)) else None
         if isinstance(item, (str, os.PathLike)):
             try:
                 item = load_image(item)
@@ -253,7 +262,7 @@ class Recognizer:
             item = _array_image(item, channels, where)
         elif not isinstance(item, Image.Image):
             raise TypeError(f"{where}: expected a file path, a PIL image or a numpy array, got {type(item).__name__}")
-        return self._engine.preprocess(item)
+        return self._engine.preprocess(item, os.fspath(where_path) if where_path is not None else where)
 
 
 def _lexicon_words(lexicon: str | os.PathLike | Sequence[str] | None) -> list[str] | None:
@@ -294,32 +303,36 @@ def train(config: Config | str | os.PathLike, overrides: Sequence[str] = ()) -> 
     return TrainSummary(out, last if last.is_file() else None, best if best.is_file() else None,
                         int(result["step"]), cfg.train.steps, result["ended"],
                         best_acc if best_acc is not None and best_acc >= 0 else None,
-                        int(result.get("images_seen", 0)), metrics)
+                        int(result.get("images_seen", 0)), metrics, dict(result.get("before") or {}),
+                        dict(result.get("base_after") or {}),
+                        data_wait_share=result.get("data_wait_share"), health=list(result.get("health", [])))
 
 
 def _final_metrics(cfg: Config, last: Path) -> dict[str, dict[str, float]]:
     """Word accuracy, CER and 1-NED of ``last`` on every validation set (the protocol and decoder of training)."""
     report = evaluate(cfg.data.val, weights=last, protocol=cfg.train.protocol, decoder=cfg.train.decoder,
                       batch_size=cfg.data.batch_size, workers=0, worst=0, device=cfg.train.device)
-    return {row["path"]: {k: row[k] for k in ("samples", "word_acc", "cer", "ned")} for row in report["datasets"]}
+    keys = ("samples", "word_acc", "cer", "ned_similarity", "ned")  # ned: deprecated, for one release
+    return {row["path"]: {k: row[k] for k in keys} for row in report["datasets"]}
 
 
 def evaluate(data: str | os.PathLike | Sequence[str | os.PathLike], weights: str | os.PathLike | None = None, *,
              protocol: str = "auto", decoder: str = "greedy", beam_width: int = 10,
              batch_size: int = 64, workers: int = 1, worst: int = 5, device: str = "auto", amp: str = "off",
-             config: str | os.PathLike | None = None, charset: str | None = None) -> dict:
+             config: str | os.PathLike | None = None, charset: str | None = None,
+             report: str | os.PathLike | None = None, report_errors: int = 500) -> dict:
     """Evaluate ``weights`` (None = the shipped model) on labelled data; returns what ``crnn-eval --json`` prints.
 
     ``data``: an LMDB, a folder of LMDBs or a folder with gt.txt, or a list of them. The result has one row per
-    dataset under "datasets" and the pooled counts under "overall" (samples, word_acc, cer, ned, images_per_s,
-    ...). The options are crnn-eval's, with the same defaults.
-    """
+    dataset under "datasets" and the pooled counts under "overall" (samples, word_acc, cer, ned_similarity = 1-NED,
+    images_per_s, ...). The options are crnn-eval's, with the same defaults. ``report``: also write the HTML report
+    there (``crnn-eval --report``; its index.html path is under "report")."""
     from crnn.cli import evaluate as cli
     from crnn.engine.distributed import cleanup_distributed
 
     paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
-    if min(batch_size, beam_width) < 1 or min(workers, worst) < 0:
-        raise cli.UsageError("--batch-size/--beam-width must be >= 1 and --workers/--worst >= 0")
+    if min(batch_size, beam_width) < 1 or min(workers, worst, report_errors) < 0:
+        raise cli.UsageError("--batch-size/--beam-width must be >= 1 and --workers/--worst/--report-errors >= 0")
     if not paths:
         raise cli.UsageError("no data given; pass at least one dataset")
     parser = cli.build_parser()
@@ -327,7 +340,8 @@ def evaluate(data: str | os.PathLike | Sequence[str | os.PathLike], weights: str
     args = parser.parse_args(["--data", "unused", f"--protocol={protocol}", f"--decoder={decoder}", f"--amp={amp}"])
     vars(args).update(data=[os.fspath(p) for p in paths], weights=None if weights is None else os.fspath(weights),
                       beam_width=beam_width, batch_size=batch_size, workers=workers, worst=worst, device=device,
-                      json=True, config=None if config is None else os.fspath(config), charset=charset)
+                      json=True, config=None if config is None else os.fspath(config), charset=charset,
+                      report=None if report is None else os.fspath(report), report_errors=report_errors)
     try:
         with _one_line_errors(ConfigError):
             return cli.run(args)

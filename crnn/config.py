@@ -56,6 +56,12 @@ class DataConfig:
     synth_seed: int = 0
     synth_style: str = "default"  # default | street (crnn-synth --style: street-view geometry, photo backgrounds)
     synth_workers: int = 0  # 0 = all cores
+    # rehearsal against forgetting when fine-tuning: mix what the base model already knew into every batch
+    rehearsal: str = ""  # "" = none | an LMDB / folder with gt.txt | a synthetic LMDB to generate (rehearsal_num)
+    rehearsal_ratio: float = 0.5  # share of each training batch drawn from data.rehearsal
+    rehearsal_num: int = 0  # >0: generate this many synthetic base-style words at data.rehearsal when missing
+    rehearsal_seed: int = 7  # its seed (the base-style held-out set train.base_val_num uses another)
+    synth_line_len: int = 0  # text lines: every generated line has this many characters (crnn-synth --line-len); 0 = 1..max_label_length
 
 
 @dataclass
@@ -97,6 +103,10 @@ class TrainConfig:
     decoder: str = "greedy"
     show_predictions: int = 5
     max_nonfinite: int = 20  # stop after this many non-finite losses in a row
+    base_val: list[str] = field(default_factory=list)  # the base domain: scored before and after (forgetting)
+    base_val_num: int = 0  # >0: generate synthetic base-style held-out words at a missing base_val path
+    base_protocol: str = "auto"  # base_val protocol; auto = that of the init_weights alphabet (alnum36: insensitive)
+    freeze_cnn_steps: int = 0  # fine-tuning: the CNN is not trained during the first N steps; -1 = the whole run
     tensorboard: bool = True
 
 
@@ -123,6 +133,7 @@ CHOICES = {
     "train.optimizer": ("adam", "adamw", "adadelta", "sgd"),
     "train.schedule": ("cosine", "onecycle", "constant"),
     "train.protocol": ("auto", "exact", "alnum-insensitive", "unicode"),
+    "train.base_protocol": ("auto", "exact", "alnum-insensitive", "unicode"),
     "train.decoder": ("greedy", "beam"),
 }
 
@@ -205,11 +216,25 @@ def config_from_dict(data: dict | None) -> Config:
         raise ConfigError(f"unknown config section {unknown[0]!r} (valid: model, data, train)")
     cfg = Config(
         model=_section_from_dict(ModelConfig, data.get("model") or {}, "model"),
-        data=_section_from_dict(DataConfig, data.get("data") or {}, "data"),
-        train=_section_from_dict(TrainConfig, data.get("train") or {}, "train"),
+        data=_section_from_dict(DataConfig, _plain_paths(data.get("data") or {}), "data"),
+        train=_section_from_dict(TrainConfig, _plain_paths(data.get("train") or {}, "base_val"), "train"),
     )
     validate(cfg)
     return cfg
+
+
+def _plain_paths(section: dict, *lists: str) -> dict:
+    """One dataset given as a plain path: ``data.train=PATH`` means ``[{path: PATH}]``; ``data.val=PATH`` and
+    ``train.base_val=PATH`` mean ``[PATH]``."""
+    if not isinstance(section, dict):
+        return section
+    out = dict(section)
+    if lists == () and isinstance(out.get("train"), str):
+        out["train"] = [{"path": out["train"]}]
+    for key in lists or ("val",):
+        if isinstance(out.get(key), str):
+            out[key] = [out[key]]
+    return out
 
 
 def config_to_dict(cfg: Config) -> dict:
@@ -298,6 +323,9 @@ def validate(cfg: Config) -> None:
     except LookupError:
         raise ConfigError(f"model.charset_encoding: unknown encoding {cfg.model.charset_encoding!r} "
                           f"(auto, utf-8, gb18030, gbk, utf-16, ...)") from None
+    if not 0 < cfg.data.rehearsal_ratio < 1:
+        raise ConfigError(f"data.rehearsal_ratio: must be between 0 and 1 (the share of each batch), got "
+                          f"{cfg.data.rehearsal_ratio}")
     if cfg.data.width < 8:
         raise ConfigError(f"data.width: must be at least 8 pixels, got {cfg.data.width}")
     if cfg.data.pad == "easyocr" and not cfg.data.keep_ratio:

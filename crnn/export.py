@@ -1,7 +1,8 @@
 """Export a CRNN to TorchScript or ONNX with dynamic batch and width, verified against PyTorch before it is kept.
 
 The exported graph maps images ``[B, C, H, W]`` (normalised as the model's data config says: [-1, 1] unless its
-``data.mean``/``data.std`` differ) to logits ``[B, T, K]`` (blank = 0).
+``data.mean``/``data.std`` differ) to logits ``[B, T, K]`` (blank = 0). Width is dynamic: a keep-ratio model reads a
+line at its own width up to the metadata's ``max_width`` (the inference cap; ``train_max_width`` is training's).
 The charset and preprocessing settings travel inside the file: TorchScript extra file ``crnn.json``,
 ONNX ``metadata_props`` key ``crnn``.
 """
@@ -21,6 +22,7 @@ import torch.nn as nn
 
 from crnn.charset import Charset
 from crnn.config import Config
+from crnn.data.transforms import INFER_MAX_WIDTH
 from crnn.model import CRNN
 
 __all__ = ["ExportError", "ExportReport", "ExportableCRNN", "FORMATS", "export_model", "export_metadata",
@@ -66,15 +68,17 @@ def export_metadata(model: CRNN, charset: Charset, cfg: Config) -> dict:
     normalize = "pixel / 127.5 - 1" if default else f"(pixel / 255 - {d.mean}) / {d.std}"
     return {"format": "crnn-export", "version": 1, "variant": model.variant, "charset": charset.to_dict(),
             "blank": 0, "in_channels": model.in_channels, "height": d.height, "width": d.width,
-            "keep_ratio": d.keep_ratio, "max_width": d.max_width, "normalize": normalize, "mean": d.mean,
+            "keep_ratio": d.keep_ratio, "max_width": max(d.max_width, INFER_MAX_WIDTH),
+            "train_max_width": d.max_width, "normalize": normalize, "mean": d.mean,
             "std": d.std, "interpolation": d.interpolation, "pad": d.pad,
             "input": "images [batch, channels, height, width]", "output": "logits [batch, time, classes]"}
 
 
 def check_shapes(cfg: Config, width: int) -> list[tuple[int, int, int, int]]:
-    """Two verification inputs with different batch sizes and widths."""
+    """Verification inputs with different batch sizes and widths (a keep-ratio model: also a line 4x as wide)."""
     c, h = cfg.model.in_channels, cfg.data.height
-    return [(1, c, h, width), (3, c, h, width + 36)]
+    long = [(1, c, h, 4 * max(width, cfg.data.max_width))] if cfg.data.keep_ratio else []
+    return [(1, c, h, width), (3, c, h, width + 36)] + long
 
 
 @contextlib.contextmanager

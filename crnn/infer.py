@@ -5,13 +5,16 @@
     for p in rec.predict_paths(["a.jpg", "b.png"]):   # Prediction(path, text, confidence, error)
         ...
 
-Images are resized exactly as the model was trained (the stored ``data`` config: height, fixed width or
-keep-ratio up to ``max_width``, grayscale or RGB). Images of equal resized width share a batch, so a
+Images are resized as the model was trained (the stored ``data`` config: height, fixed width or keep-ratio,
+grayscale or RGB), except that a keep-ratio line may be wider than the training cap ``data.max_width``: its width
+follows the image up to :data:`INFER_MAX_WIDTH` (T = W/4 time steps must cover the characters of a long line), and a
+line wider than that is squeezed with a :class:`SqueezeWarning`. Images of equal resized width share a batch, so a
 prediction never depends on which other images were passed with it (no padding between images).
 """
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,19 +26,26 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 import crnn
 from crnn.charset import Charset
 from crnn.config import Config, load_config
-from crnn.data.transforms import ResizeNormalize
+from crnn.data.transforms import INFER_MAX_WIDTH, ResizeNormalize
 from crnn.decode import DECODE_METHODS, decode
 from crnn.engine.checkpoint import Checkpoint, build_from_checkpoint, load_checkpoint
 from crnn.engine.evaluate import autocast_context
 from crnn.model import CRNN
 
 __all__ = ["Recognizer", "Prediction", "InferenceError", "ImageReadError", "AMP_MODES", "IMAGE_EXTENSIONS",
-           "resolve_device", "load_image", "width_batches", "default_weights", "fallback_spec", "read_lexicon"]
+           "resolve_device", "load_image", "width_batches", "default_weights", "fallback_spec", "read_lexicon",
+           "WEIGHTS_BY_NAME", "weights_folder", "resolve_weights", "INFER_MAX_WIDTH", "SqueezeWarning"]
 
 AMP_MODES = ("off", "bf16", "fp16")
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pbm", ".pgm", ".ppm")
 CHUNK = 512  # images loaded and predicted together by predict_paths (bounds memory on huge inputs)
-SHIPPED_MODEL = "crnn_vgg_small.pt"
+# The shipped models by name (files in weights/ of the package checkout); "en" is the default everywhere.
+WEIGHTS_BY_NAME = {"en": "crnn_vgg_small.pt", "zh": "crnn_zh_lines.pt"}
+# names whose model this release does not ship yet: what a user can do instead (README "Reading Chinese lines")
+NOT_YET_SHIPPED = {"zh": "no Chinese model ships in this release (its training needs a GPU: README 'Reading Chinese "
+                         "lines'); train one with crnn-train --config configs/shipped_zh.yaml and copy its best.pt "
+                         "there"}
+SHIPPED_MODEL = WEIGHTS_BY_NAME["en"]
 
 
 class InferenceError(ValueError):
@@ -78,9 +88,37 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
+class SqueezeWarning(UserWarning):
+    """A keep-ratio line wider than the inference cap was squeezed to it (fewer time steps than its width asks)."""
+
+
+def weights_folder() -> Path:
+    """The ``weights/`` folder of the package checkout (where the shipped models live)."""
+    return Path(crnn.__file__).resolve().parent.parent / "weights"
+
+
+def resolve_weights(weights: str | os.PathLike | None, folder: str | os.PathLike | None = None) -> Path:
+    """A ``--weights`` value -> checkpoint path: None = the default (en), a path that exists wins, then a name.
+
+    Names are the keys of :data:`WEIGHTS_BY_NAME` (``en``, ``zh``); a name whose file is absent is an InferenceError
+    naming the file. Anything else is returned as a path (loading it reports a missing file).
+    """
+    if weights is None:
+        return default_weights() if folder is None else default_weights(folder)
+    path = Path(weights)
+    if path.exists() or str(weights) not in WEIGHTS_BY_NAME:
+        return path
+    file = (Path(folder) if folder is not None else weights_folder()) / WEIGHTS_BY_NAME[str(weights)]
+    if not file.is_file():
+        how = NOT_YET_SHIPPED.get(str(weights), "get it with the crnn checkout (git pull)")
+        raise InferenceError(f"shipped model {weights!r} is {file}, which is not there; {how}, "
+                             f"or pass --weights PATH to a checkpoint")
+    return file
+
+
 def default_weights(folder: str | os.PathLike | None = None) -> Path:
     """The shipped model: ``weights/crnn_vgg_small.pt`` next to the package, else the first ``weights/*.pt``."""
-    folder = Path(folder) if folder is not None else Path(crnn.__file__).resolve().parent.parent / "weights"
+    folder = Path(folder) if folder is not None else weights_folder()
     if (folder / SHIPPED_MODEL).is_file():
         return folder / SHIPPED_MODEL
     found = sorted(folder.glob("*.pt"))
@@ -140,11 +178,16 @@ def width_batches(widths: Sequence[int], batch_size: int) -> list[list[int]]:
 
 
 class Recognizer:
-    """A CRNN in eval mode plus its charset and preprocessing; batched, ``inference_mode`` prediction."""
+    """A CRNN in eval mode plus its charset and preprocessing; batched, ``inference_mode`` prediction.
+
+    ``max_width``: a keep-ratio model reads a line at its own resized width up to this many pixels (at least the
+    trained ``data.max_width``); wider lines are squeezed to it with a :class:`SqueezeWarning`.
+    """
 
     def __init__(self, model: CRNN, charset: Charset, config: Config, device: torch.device | str = "cpu", *,
                  amp: str = "off", decoder: str = "greedy", beam_width: int = 10,
-                 lexicon: Sequence[str] | None = None, batch_size: int = 64) -> None:
+                 lexicon: Sequence[str] | None = None, batch_size: int = 64,
+                 max_width: int = INFER_MAX_WIDTH) -> None:
         if amp not in AMP_MODES:
             raise InferenceError(f"amp must be one of {', '.join(AMP_MODES)}, got {amp!r}")
         if decoder not in DECODE_METHODS:
@@ -162,21 +205,33 @@ class Recognizer:
         self.lexicon = list(lexicon) if lexicon is not None else None
         d = config.data
         self.transform = ResizeNormalize(height=d.height, width=d.width, keep_ratio=d.keep_ratio,
-                                         max_width=d.max_width, channels=config.model.in_channels,
+                                         max_width=max(d.max_width, max_width), channels=config.model.in_channels,
                                          interpolation=d.interpolation, mean=d.mean, std=d.std, pad=d.pad)
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike | Checkpoint, device: str = "auto", amp: str = "off", *,
                         config: Config | None = None, charset: Charset | None = None, **kw) -> "Recognizer":
-        """Load any checkpoint layout (``config``/``charset`` are fallbacks for bare state dicts)."""
+        """Load any checkpoint layout, or a shipped model by name (``config``/``charset``: for bare state dicts)."""
         dev = resolve_device(device)
-        ckpt = path if isinstance(path, Checkpoint) else load_checkpoint(path)
+        ckpt = path if isinstance(path, Checkpoint) else load_checkpoint(resolve_weights(path))
         model, cs, cfg = build_from_checkpoint(ckpt, "cpu", config=config, charset=charset)
         return cls(model, cs, cfg, dev, amp=amp, **kw)
 
-    def preprocess(self, image: Image.Image) -> torch.Tensor:
-        """PIL image -> normalised ``[C, H, W]`` tensor as in training."""
+    def preprocess(self, image: Image.Image, where: str = "an image") -> torch.Tensor:
+        """PIL image -> normalised ``[C, H, W]`` tensor as in training; SqueezeWarning when a line is squeezed."""
+        note = self.squeeze_note(*image.size)
+        if note:
+            warnings.warn(f"{where}: {note}", SqueezeWarning, stacklevel=2)
         return self.transform(image)
+
+    def squeeze_note(self, w: int, h: int) -> str:
+        """Why a ``w x h`` keep-ratio line gets fewer time steps than its width asks for ("" when it does not)."""
+        t = self.transform
+        natural = round(w * t.height / max(h, 1))
+        if not t.keep_ratio or t.pad != "batch" or natural <= t.max_width:
+            return ""
+        return (f"{w}x{h} line is {natural} px wide at height {t.height}, squeezed to {t.max_width} px "
+                f"({t.max_width // 4} time steps for ~{natural // 4}); cut it into shorter lines")
 
     @torch.inference_mode()
     def forward_batch(self, images: torch.Tensor) -> list[tuple[str, float]]:
@@ -203,7 +258,7 @@ class Recognizer:
     def _load(self, path: str) -> torch.Tensor | str:
         """Preprocessed tensor of one file, or the error text."""
         try:
-            return self.preprocess(load_image(path))
+            return self.preprocess(load_image(path), path)
         except ImageReadError as e:
             return str(e)
 

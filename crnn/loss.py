@@ -18,14 +18,19 @@ class CTCResult(NamedTuple):
 
 def ctc_fits(targets: torch.Tensor, target_lengths: torch.Tensor, input_lengths: torch.Tensor) -> torch.Tensor:
     """Boolean [B]: whether each label fits in its T under CTC (length + adjacent repeats <= T)."""
+    return ctc_min_steps(targets, target_lengths) <= input_lengths
+
+
+def ctc_min_steps(targets: torch.Tensor, target_lengths: torch.Tensor) -> torch.Tensor:
+    """[B]: the fewest time steps CTC needs for each label: its length plus its adjacent repeated characters."""
     if targets.numel() == 0:
-        return target_lengths <= input_lengths
+        return target_lengths.clone()
     same = F.pad((targets[1:] == targets[:-1]).long(), (1, 0))  # (sum L,), 1 where a char repeats its predecessor
     starts = torch.cumsum(target_lengths, 0) - target_lengths
     same[starts[target_lengths > 0]] = 0  # a sample's first char never repeats the previous sample's last
     sample = torch.repeat_interleave(torch.arange(len(target_lengths)), target_lengths.cpu())
     repeats = torch.zeros_like(target_lengths).index_add_(0, sample.to(same.device), same)
-    return target_lengths + repeats <= input_lengths
+    return target_lengths + repeats
 
 
 def ctc_loss(

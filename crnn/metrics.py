@@ -101,8 +101,8 @@ def cer_first(chars: str) -> bool:
 
 
 def format_rates(m: dict, lead_with_cer: bool) -> str:
-    """``acc .. CER .. NED ..`` (or CER first) for a log line."""
-    acc, cer, ned = f"acc {m['word_acc']:.4f}", f"CER {m['cer']:.4f}", f"NED {m['ned']:.4f}"
+    """``acc .. CER .. 1-NED ..`` (or CER first) for a log line; 1-NED is a similarity: 1.0 = perfect."""
+    acc, cer, ned = f"acc {m['word_acc']:.4f}", f"CER {m['cer']:.4f}", f"1-NED {m['ned_similarity']:.4f}"
     return "  ".join((cer, acc, ned) if lead_with_cer else (acc, cer, ned))
 
 
@@ -125,12 +125,12 @@ class RecognitionMetrics:
     """Accumulates word accuracy, CER and 1-NED over batches of (prediction, label) strings.
 
     Both strings are normalised with :func:`normalize_text` under ``protocol`` before comparing.
-    ``compute()`` returns ``{"samples", "word_acc", "cer", "ned"}``:
+    ``compute()`` returns ``{"samples", "word_acc", "cer", "ned_similarity"}``:
 
     - ``word_acc`` = correct / samples;
     - ``cer`` = total edit distance / total label characters (after normalisation; a divisor of
       0 is taken as 1, so all-empty labels give the raw edit count);
-    - ``ned`` = the ICDAR-2019 "1-N.E.D." score: 1 - mean over samples of
+    - ``ned_similarity`` = the ICDAR-2019 "1-N.E.D." score: 1 - mean over samples of
       ``edit_distance / max(len(pred), len(label))``, an empty-vs-empty pair counting 0 distance.
       Higher is better, 1.0 is perfect.
 
@@ -188,13 +188,13 @@ class RecognitionMetrics:
         return [(label, pred, d) for d, _, label, pred in sorted(self._errors, reverse=True)]
 
     def compute(self) -> dict[str, float]:
-        """Current metrics: samples, word_acc, cer, ned (= 1 - mean normalised edit distance)."""
+        """Current metrics: samples, word_acc, cer, ned_similarity (= 1 - mean normalised edit distance)."""
         n = self.samples
         return {
             "samples": n,
             "word_acc": self.correct / n if n else 0.0,
             "cer": self.edits / max(self.label_chars, 1) if n else 0.0,
-            "ned": 1.0 - self.ned_sum / n if n else 0.0,
+            "ned_similarity": 1.0 - self.ned_sum / n if n else 0.0,
         }
 
     def removed_share(self) -> float:

@@ -70,6 +70,6 @@ if [ -n "$SVT" ] && [ -n "$IIIT" ]; then
 else
   echo "== 5. crnn-predict with the shipped model (weights/) on weights/samples/ (no real crops in" \
        "$(python -m crnn.shared_data); set CRNN_SHARED_DATA to a folder with svt_train/ and iiit5k_train/) =="
-  crnn-predict weights/samples/*.png
+  crnn-predict weights/samples/synth_*.png
 fi
 echo "demo finished in $((SECONDS - START)) s (after set-up)"

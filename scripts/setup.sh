@@ -25,6 +25,18 @@ if [ -n "$missing" ]; then
   fi
 fi
 
+# Headless Chromium for the test that opens an evaluation report (crnn-eval --report) the way a person would.
+# Optional: without it that one test is skipped with its reason, so a failed install only warns.
+if ! command -v chromium >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "[setup] installing chromium (headless browser for the report test)"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; } \
+      >/dev/null 2>&1 || echo "[setup] warning: could not install chromium; the report browser test will be skipped"
+  else
+    echo "[setup] warning: chromium is missing (apt-get install chromium as root); the report browser test will be skipped"
+  fi
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
   echo "[setup] creating $VENV"
   "$PY" -m venv "$VENV"

@@ -216,7 +216,8 @@ def test_train_smoke_writes_last_pt_and_returns_the_summary(tmp_path, words_lmdb
     assert (run.step, run.steps, run.ended, run.images_seen) == (3, 3, "done", 24)
     assert set(run.metrics) == {str(val_lmdb)}
     m = run.metrics[str(val_lmdb)]
-    assert set(m) == {"samples", "word_acc", "cer", "ned"} and m["samples"] == 16
+    assert set(m) == {"samples", "word_acc", "cer", "ned_similarity", "ned"} and m["samples"] == 16
+    assert m["ned"] == m["ned_similarity"]  # the deprecated key, kept for one release
     assert run.best_word_acc == m["word_acc"]  # the trainer's final validation of the same weights
     report = crnn.evaluate(val_lmdb, weights=run.last, protocol=cfg.train.protocol, device="cpu", workers=0)
     assert {k: report["datasets"][0][k] for k in m} == m

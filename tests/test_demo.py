@@ -22,11 +22,12 @@ def test_demo_report_prints_the_demo_line(tmp_path):
     summary = {"weights": "w.pt", "variant": "vgg_small", "step": 10, "num_classes": 11, "protocol": "exact",
                "protocol_requested": "exact", "cer_first": True, "warnings": [],
                "decoder": "greedy", "processes": 1, "device": "cpu",
-               "datasets": [{"path": "h.lmdb", "samples": 200, "word_acc": 0.915, "cer": 0.02, "ned": 0.98,
-                             "seconds": 1.0, "images_per_s": 200.0, "undecodable_images": 0, "removed_share": 0.0,
+               "datasets": [{"path": "h.lmdb", "samples": 200, "word_acc": 0.915, "cer": 0.02,
+                             "ned_similarity": 0.98, "ned": 0.98, "seconds": 1.0, "images_per_s": 200.0,
+                             "undecodable_images": 0, "removed_share": 0.0,
                              "worst": [{"label": "123", "pred": "12", "distance": 1}]}],
-               "overall": {"path": "overall", "samples": 200, "word_acc": 0.915, "cer": 0.02, "ned": 0.98,
-                           "seconds": 1.0, "images_per_s": 200.0}}
+               "overall": {"path": "overall", "samples": 200, "word_acc": 0.915, "cer": 0.02,
+                           "ned_similarity": 0.98, "ned": 0.98, "seconds": 1.0, "images_per_s": 200.0}}
     (tmp_path / "e.json").write_text(json.dumps(summary), encoding="utf-8")
     res = _run_heldout("report", str(tmp_path / "e.json"))
     assert res.returncode == 0, res.stderr

@@ -24,7 +24,8 @@ from tests.conftest import shared_dataset
 IIIT5K = shared_dataset("iiit5k_train")  # None when the optional real crops are absent
 SUMMARY_KEYS = {"weights", "variant", "step", "num_classes", "protocol", "protocol_requested", "cer_first", "warnings",
                 "decoder", "processes", "device", "datasets", "overall"}
-ROW_KEYS = {"path", "samples", "word_acc", "cer", "ned", "seconds", "images_per_s", "removed_share"}
+ROW_KEYS = {"path", "samples", "word_acc", "cer", "ned_similarity", "ned", "seconds", "images_per_s",
+            "removed_share"}
 
 
 def png(text: str, width: int) -> bytes:
@@ -160,7 +161,7 @@ def test_two_process_torchrun_gives_the_same_counts(weights, images, tmp_path, c
     two = json.loads(proc.stdout.strip().splitlines()[-1])  # only rank 0 prints
     assert len(proc.stdout.strip().splitlines()) == 1
     assert two["processes"] == 2 and one["processes"] == 1
-    for key in ("samples", "word_acc", "cer", "ned"):
+    for key in ("samples", "word_acc", "cer", "ned_similarity"):
         assert two["overall"][key] == pytest.approx(one["overall"][key], abs=1e-12), key
     assert two["datasets"][0]["worst"] == one["datasets"][0]["worst"]
 

@@ -48,11 +48,11 @@ def test_accumulator_counts_and_rates():
     m.update(["hello", "wrld", "", "abc"], ["hello", "world", "", "xyz"])
     assert (m.samples, m.correct, m.edits, m.label_chars) == (4, 2, 4, 13)
     out = m.compute()
-    assert set(out) == {"samples", "word_acc", "cer", "ned"}
+    assert set(out) == {"samples", "word_acc", "cer", "ned_similarity"}
     assert out["samples"] == 4
     assert out["word_acc"] == pytest.approx(0.5)
     assert out["cer"] == pytest.approx(4 / 13)
-    assert out["ned"] == pytest.approx(1 - (0 + 1 / 5 + 0 + 3 / 3) / 4)
+    assert out["ned_similarity"] == pytest.approx(1 - (0 + 1 / 5 + 0 + 3 / 3) / 4)
 
 
 def test_protocol_applies_before_comparing():
@@ -63,13 +63,13 @@ def test_protocol_applies_before_comparing():
     loose = RecognitionMetrics("alnum-insensitive")
     loose.update(preds, labels)
     assert exact.compute()["word_acc"] == 0.0
-    assert loose.compute() == {"samples": 2, "word_acc": 1.0, "cer": 0.0, "ned": 1.0}
+    assert loose.compute() == {"samples": 2, "word_acc": 1.0, "cer": 0.0, "ned_similarity": 1.0}
     assert loose.label_chars == 8  # "hello" + "its"
 
 
 def test_empty_accumulator_and_length_mismatch():
     m = RecognitionMetrics()
-    assert m.compute() == {"samples": 0, "word_acc": 0.0, "cer": 0.0, "ned": 0.0}
+    assert m.compute() == {"samples": 0, "word_acc": 0.0, "cer": 0.0, "ned_similarity": 0.0}
     with pytest.raises(ValueError, match="2 predictions for 1 labels"):
         m.update(["a", "b"], ["a"])
 
@@ -144,7 +144,7 @@ def test_empty_predictions_score_zero_on_chinese_labels_by_default():
     labels = ["中文识别", "训练数据", "模型123"]
     honest = RecognitionMetrics(resolve_protocol("auto", BUILTIN_CHARSETS["zh_gb2312"]))
     honest.update([""] * 3, labels)
-    assert honest.compute() == {"samples": 3, "word_acc": 0.0, "cer": 1.0, "ned": 0.0}
+    assert honest.compute() == {"samples": 3, "word_acc": 0.0, "cer": 1.0, "ned_similarity": 0.0}
     assert honest.removed_share() == 0.0 and protocol_warning(honest.protocol, honest.removed_share()) is None
     blind = RecognitionMetrics("alnum-insensitive")  # the old default: a dead model looked nearly perfect
     blind.update([""] * 3, labels)
@@ -168,3 +168,14 @@ def test_display_width_pads_wide_characters():
     assert display_width("中文ab") == 6 and display_width("ＡＢ") == 4 and display_width("e\u0301") == 1
     assert display_width(ljust_display("中文", 8)) == display_width(ljust_display("abcd", 8)) == 8
     assert ljust_display("中文识别模型", 4) == "中文识别模型"
+
+
+def test_log_line_names_the_similarity_1_ned():
+    """A model that reads nothing logs '1-NED 0.0000' (a similarity), never 'NED 0.0000' (which reads as perfect)."""
+    from crnn.metrics import format_rates
+
+    m = RecognitionMetrics()
+    m.update(["", ""], ["ab", "c"])
+    line = format_rates(m.compute(), lead_with_cer=False)
+    assert line == "acc 0.0000  CER 1.0000  1-NED 0.0000"
+    assert format_rates(m.compute(), lead_with_cer=True).startswith("CER 1.0000")

@@ -162,9 +162,13 @@ def test_results_do_not_depend_on_batch_size_or_chunking(ckpts, images):
 
 def test_keep_ratio_checkpoint_resizes_like_training(ckpts):
     rec = Recognizer.from_checkpoint(ckpts["keep_ratio"], device="cpu")
-    assert rec.transform.keep_ratio and rec.transform.max_width == 96
+    assert rec.transform.keep_ratio and rec.config.data.max_width == 96
     assert rec.preprocess(word_image("x", 60, 24)).shape == (1, 32, 80)  # 60 * 32/24
-    assert rec.preprocess(word_image("x", 600, 24)).shape == (1, 32, 96)  # capped at max_width
+    # wider than training's max_width: reading follows the image (up to infer.INFER_MAX_WIDTH), no squeezing
+    assert rec.preprocess(word_image("x", 600, 24)).shape == (1, 32, 800)
+    capped = Recognizer.from_checkpoint(ckpts["keep_ratio"], device="cpu", max_width=96)
+    with pytest.warns(infer.SqueezeWarning, match="squeezed to 96 px"):
+        assert capped.preprocess(word_image("x", 600, 24)).shape == (1, 32, 96)
     fixed = Recognizer.from_checkpoint(ckpts["weights"], device="cpu")
     assert fixed.preprocess(word_image("x", 600, 24)).shape == (1, 32, 48)
 

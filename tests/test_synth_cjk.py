@@ -117,7 +117,9 @@ def test_training_generates_lines_for_the_model_alphabet() -> None:
     assert synth_options(cfg) == SynthOptions(text="words")  # English defaults unchanged
     cfg.model.charset, cfg.data.height, cfg.data.max_label_length = "zh_gb2312", 32, 12
     opts = synth_options(cfg)
-    assert (opts.charset, opts.text, opts.height, opts.max_len) == ("zh_gb2312", "lines", 32, 12)
+    assert (opts.charset, opts.text, opts.height, opts.max_len, opts.line_len) == ("zh_gb2312", "lines", 32, 12, 0)
+    cfg.data.synth_line_len = 10  # fixed-length lines, as crnn-synth --line-len makes them
+    assert synth_options(cfg).line_len == 10
 
 
 def test_chinese_without_a_word_list_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -157,3 +159,30 @@ def test_words_mode_with_a_chinese_alphabet_is_refused(tmp_path, zh_dir: str, ca
     err = capsys.readouterr().err
     assert not out.exists() and err.count("\n") == 1
     assert "6799 of 6894 characters would never appear" in err and "--text lines" in err
+
+
+def test_heldout_split_keeps_fonts_and_words_apart(tmp_path) -> None:
+    """Training lines never use a held-out CJK face nor a held-out corpus word; --split heldout uses only those."""
+    from crnn.data.lines import load_corpus, word_split
+
+    d = tmp_path / "fonts"
+    d.mkdir()
+    shutil.copy(CJK_FONT, d)
+    shutil.copy(LATIN_FONT, d)
+    shutil.copy(CJK_FONT, d / "gkai00mp.ttf")  # a file named like a held-out face (fonts-arphic-gkai00mp)
+    # the copy has the same family/style as the original, so each split must still find its own file
+    names = lambda split: sorted(os.path.basename(p) for p in find_fonts(str(d), split))  # noqa: E731
+    assert names("train") == ["DejaVuSans.ttf", "wqy-microhei.ttc"]
+    assert names("heldout") == ["DejaVuSans.ttf", "gkai00mp.ttf"]
+    with pytest.raises(ValueError, match="split must be one of"):
+        find_fonts(str(d), "test")
+    train, held = load_corpus(ZH, None, "train"), load_corpus(ZH, None, "heldout")
+    assert train is not None and held is not None
+    assert not set(train.words) & set(held.words)
+    assert 0.05 < len(held.words) / (len(train.words) + len(held.words)) < 0.15
+    assert {word_split(w) for w in held.words[:500]} == {"heldout"}
+    opts = SynthOptions(charset=ZH, max_len=10, split="heldout")
+    fonts = find_fonts(str(d), opts.split)
+    for i in range(6):
+        _, label = make_sample(i, 4, fonts, opts)
+        assert label

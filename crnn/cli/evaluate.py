@@ -12,16 +12,23 @@ PROG = "crnn-eval"
 EPILOG = """examples:
   crnn-eval --weights runs/synth_cpu/best.pt --data path/to/iiit5k_train --data data/val.lmdb
   crnn-eval --weights best.pt --data lmdbs/ --protocol exact --worst 20 --json
+  crnn-eval --weights zh --data my_lines/ --protocol unicode   (the shipped Chinese line model)
   torchrun --standalone --nproc_per_node=2 -m crnn.cli.evaluate --weights best.pt --data data/val.lmdb
+  crnn-eval --data svt_train/ --data data/val.lmdb --report report/   # then open report/index.html
 
 --data takes an LMDB, a folder of LMDBs (concatenated) or a folder with gt.txt (PATH<TAB>label lines).
+Images are resized as crnn-predict does it (a keep-ratio model reads each line at its own width, up to 4096 px).
 Metrics: word_acc = exact matches / samples after the protocol's normalisation (line accuracy for text
 lines); CER = edit distance / label characters (listed first for every alphabet but alnum36);
-1-NED = 1 - mean(edit distance / max(len(pred), len(label))) (ICDAR 2019, higher is better).
+1-NED = 1 - mean(edit distance / max(len(pred), len(label))) (ICDAR 2019, higher is better); --json key
+ned_similarity (the old key "ned" holds the same number and is deprecated: it goes in the next release).
 The overall line pools the counts of all datasets (sum of correct / sum of samples), it is not a mean of
 per-dataset accuracies. Under torchrun each rank evaluates a disjoint shard and the counts are summed.
 A protocol that deletes more than 10 % of the label characters (alnum-insensitive on Chinese labels, say)
 is reported with a warning: its scores ignore those characters.
+--report DIR writes DIR/index.html (open it from disk; crops in DIR/img/): per dataset the summary, accuracy by
+label length, image width and aspect ratio, confidence calibration, the most frequent character confusions with
+an example each, characters never read right, and the errors worst first (--report-errors of them, paged).
 """
 
 
@@ -45,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--weights", help="checkpoint (any crnn layout); default: the shipped model in weights/")
+    p.add_argument("--weights", help="checkpoint (any crnn layout) or a shipped model's name: en (English words, "
+                        "the default) or zh (Chinese text lines); a path that exists wins over a name")
     p.add_argument("--data", action="append", required=True, metavar="PATH",
                    help="LMDB, folder of LMDBs, or folder with gt.txt; repeat for several datasets")
     p.add_argument("--protocol", choices=PROTOCOL_CHOICES, default="auto",
@@ -59,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON summary instead of the table")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (under torchrun: cuda:LOCAL_RANK)")
     p.add_argument("--amp", choices=AMP_MODES, default="off", help="autocast: off (default), bf16, fp16 (CUDA)")
+    p.add_argument("--report", metavar="DIR", help="also write an HTML report of the errors to DIR/index.html")
+    p.add_argument("--report-errors", type=int, default=500, metavar="N",
+                   help="errors shown per dataset in the report, worst first, 100 per page (default: 500); "
+                        "counts and charts always cover every image")
     p.add_argument("--config", help="YAML config for a bare state dict that stores none")
     p.add_argument("--charset", help="charset for a bare state dict")
     return p
@@ -84,32 +96,54 @@ def run(args: argparse.Namespace) -> dict:
     from crnn.engine.checkpoint import load_checkpoint
     from crnn.engine.distributed import get_rank, get_world_size
     from crnn.engine.evaluate import evaluate
-    from crnn.infer import Recognizer, default_weights, fallback_spec
+    from crnn.infer import Recognizer, fallback_spec, resolve_weights
+    from crnn.report.collect import SampleRecorder, build_report_loader
 
     device = _setup_device(args.device)
-    weights = str(args.weights or default_weights())
+    weights = str(resolve_weights(args.weights))
     ckpt = load_checkpoint(weights)
     config, charset = fallback_spec(args.config, args.charset)
     rec = Recognizer.from_checkpoint(ckpt, str(device), args.amp, config=config, charset=charset)
     model = rec.model
     d, channels = rec.config.data, rec.config.model.in_channels
-    reports = []
+    reports, recorded = [], []
     for path in args.data:
-        loader = build_eval_loader(path, height=d.height, width=d.width, keep_ratio=d.keep_ratio,
-                                   max_width=d.max_width, channels=channels, batch_size=args.batch_size,
-                                   num_workers=args.workers, rank=get_rank(), world_size=get_world_size(),
-                                   **preprocess_options(d))
+        recorder = SampleRecorder() if args.report else None
+        build = build_report_loader if recorder else build_eval_loader
+        loader = build(path, height=d.height, width=d.width, keep_ratio=d.keep_ratio,
+                       max_width=rec.transform.max_width, channels=channels, batch_size=args.batch_size,
+                       num_workers=args.workers, rank=get_rank(), world_size=get_world_size(),
+                       **preprocess_options(d))
         t0 = time.perf_counter()
         res = evaluate(model, loader, rec.charset, device, protocol=args.protocol, decoder=args.decoder,
-                       amp=args.amp, keep_errors=args.worst, max_examples=0, beam_width=args.beam_width)
+                       amp=args.amp, keep_errors=args.worst, max_examples=0, beam_width=args.beam_width,
+                       on_batch=recorder)
         reports.append(DatasetReport(path, res, time.perf_counter() - t0))
-    return summarize(reports, weights, ckpt, rec, args, get_world_size(), str(device))
+        recorded.append(recorder.gathered() if recorder else None)  # collective under torchrun
+    summary = summarize(reports, weights, ckpt, rec, args, get_world_size(), str(device))
+    if args.report and get_rank() == 0:
+        summary["report"] = str(write_html(args.report, summary, recorded, args.report_errors))
+    return summary
+
+
+def write_html(out: str, summary: dict, recorded: list, max_errors: int):
+    """The HTML report of every dataset in ``summary`` from its recorded samples; returns index.html's path."""
+    from crnn.report.collect import image_reader
+    from crnn.report.render import DatasetInput, write_report
+
+    inputs = [DatasetInput(row["path"], row, samples, image_reader(row["path"]))
+              for row, samples in zip(summary["datasets"], recorded)]
+    try:
+        return write_report(out, inputs, summary, max_errors=max_errors)
+    except OSError as e:
+        raise UsageError(f"{out}: cannot write the report ({e.strerror or e}); pass a writable --report folder") from e
 
 
 def _row(path: str, metrics: dict, samples: int, seconds: float, removed_share: float) -> dict:
     """One dataset (or the pooled total) as plain data."""
     return {"path": path, "samples": samples, "word_acc": metrics["word_acc"], "cer": metrics["cer"],
-            "ned": metrics["ned"], "seconds": round(seconds, 3), "images_per_s": samples / max(seconds, 1e-9),
+            "ned_similarity": metrics["ned_similarity"], "ned": metrics["ned_similarity"],  # ned: deprecated
+            "seconds": round(seconds, 3), "images_per_s": samples / max(seconds, 1e-9),
             "removed_share": removed_share}
 
 
@@ -157,7 +191,7 @@ def print_table(s: dict, out: TextIO) -> None:
     for r in rows:
         cells = {"word_acc": f"{r['word_acc']:>8.4f}", "cer": f"{r['cer']:>7.4f}"}
         out.write(f"{r['path']:<{width}}  {r['samples']:>8d}  {cells[acc_cer[0]]}  {cells[acc_cer[1]]}  "
-                  f"{r['ned']:>7.4f}  {r['images_per_s']:>8.1f}\n")
+                  f"{r['ned_similarity']:>7.4f}  {r['images_per_s']:>8.1f}\n")
     for w in s["warnings"]:
         out.write(f"\n{w}\n")
     for r in s["datasets"]:
@@ -180,13 +214,15 @@ def main(argv: list[str] | None = None) -> int:
     from crnn.infer import InferenceError
 
     try:
-        if min(args.batch_size, args.beam_width) < 1 or min(args.workers, args.worst) < 0:
-            raise UsageError("--batch-size/--beam-width must be >= 1 and --workers/--worst >= 0")
+        if min(args.batch_size, args.beam_width) < 1 or min(args.workers, args.worst, args.report_errors) < 0:
+            raise UsageError("--batch-size/--beam-width must be >= 1 and --workers/--worst/--report-errors >= 0")
         summary = run(args)
         if is_main_process():  # decided before the process group is torn down
             print(json.dumps(summary, ensure_ascii=False)) if args.json else print_table(summary, sys.stdout)
             for w in summary["warnings"]:  # loud: on stderr as well as in the table / JSON
                 print(f"{PROG}: {w}", file=sys.stderr)
+            if "report" in summary:
+                print(f"{PROG}: report written to {summary['report']}", file=sys.stderr)
     except (UsageError, CheckpointError, DatasetError, InferenceError, ConfigError, CharsetError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

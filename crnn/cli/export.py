@@ -8,6 +8,7 @@ PROG = "crnn-export"
 EPILOG = """examples:
   crnn-export --weights weights/crnn_vgg_small.pt --format onnx --out crnn.onnx
   crnn-export --weights runs/synth_cpu/best.pt --format torchscript --out crnn.ts.pt --width 128
+  crnn-export --weights zh --format onnx --out crnn_zh.onnx      (the shipped Chinese line model)
 
 The graph takes images [batch, channels, height, width] normalised to [-1, 1] (pixel / 127.5 - 1; models
 converted from other repositories may store another filter/mean/std: see the metadata "normalize") and
@@ -22,7 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
     """Argument parser of crnn-export."""
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--weights", help="checkpoint (any crnn layout); default: the shipped model in weights/")
+    p.add_argument("--weights", help="checkpoint (any crnn layout) or a shipped model's name: en (English words, "
+                        "the default) or zh (Chinese text lines); a path that exists wins over a name")
     p.add_argument("--format", choices=("onnx", "torchscript"), required=True, help="output format")
     p.add_argument("--out", required=True, help="file to write (atomically: temp file, verify, rename)")
     p.add_argument("--width", type=int, help="example input width for tracing (default: the trained data.width)")
@@ -40,10 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     from crnn.config import ConfigError
     from crnn.engine.checkpoint import CheckpointError, build_from_checkpoint, load_checkpoint
     from crnn.export import ExportError, export_model
-    from crnn.infer import InferenceError, default_weights, fallback_spec
+    from crnn.infer import InferenceError, fallback_spec, resolve_weights
 
     try:
-        weights = args.weights or default_weights()
+        weights = resolve_weights(args.weights)
         config, charset = fallback_spec(args.config, args.charset)
         model, cs, cfg = build_from_checkpoint(load_checkpoint(weights), "cpu", config=config, charset=charset)
         report = export_model(model, cs, cfg, args.out, args.format, width=args.width, atol=args.atol,

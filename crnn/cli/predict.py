@@ -7,12 +7,14 @@ import json
 import os
 import re
 import sys
+import warnings
 from collections.abc import Iterable, Iterator
 from typing import TextIO
 
 PROG = "crnn-predict"
 EPILOG = """examples:
   crnn-predict word.png                          (the shipped model in weights/)
+  crnn-predict --weights zh line.png             (the shipped Chinese text-line model)
   crnn-predict --weights runs/synth_cpu/best.pt crops/ --format json
   crnn-predict 'scans/**/*.jpg' --decoder beam --lexicon words.txt
   find crops -name '*.png' | crnn-predict -
@@ -20,6 +22,8 @@ EPILOG = """examples:
 output, one line per image in input order:
   text:  PATH<TAB>PREDICTION<TAB>CONFIDENCE     (an unreadable image: PATH<TAB><TAB>, reason on stderr)
   json:  {"path": ..., "text": ..., "confidence": ...}   (+ "error" when the image could not be read)
+A keep-ratio model (zh) reads a line at its own width (up to 4096 px after resizing to the model's height);
+a wider line is squeezed to that, with a warning on stderr.
 exit codes: 0 all predicted, 1 some images could not be read, 2 bad arguments / weights / inputs.
 """
 _MAGIC = re.compile(r"[*?[]")
@@ -37,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="image files, folders (searched recursively), globs, or - to read paths from stdin")
-    p.add_argument("--weights", help="checkpoint (any crnn layout); default: the shipped model in weights/")
+    p.add_argument("--weights", help="checkpoint (any crnn layout) or a shipped model's name: en (English words, "
+                        "the default) or zh (Chinese text lines); a path that exists wins over a name")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (default: auto)")
     p.add_argument("--batch-size", type=int, default=64, help="images per forward pass (default: 64)")
     p.add_argument("--decoder", choices=("greedy", "beam"), default="greedy", help="CTC decoder (default: greedy)")
@@ -100,9 +105,9 @@ def expand_inputs(items: Iterable[str], stdin: TextIO) -> list[str]:
 def load_recognizer(args: argparse.Namespace):
     """The Recognizer for the parsed arguments (shipped model unless --weights)."""
     from crnn.engine.checkpoint import load_checkpoint
-    from crnn.infer import Recognizer, default_weights, fallback_spec, read_lexicon
+    from crnn.infer import Recognizer, fallback_spec, resolve_weights, read_lexicon
 
-    weights = args.weights or default_weights()
+    weights = resolve_weights(args.weights)
     ckpt = load_checkpoint(weights)
     config, charset = fallback_spec(args.config, args.charset)
     if ckpt.config is not None and (args.config or args.charset):
@@ -140,6 +145,11 @@ def write_predictions(preds: Iterable, fmt: str, out: TextIO, err: TextIO) -> in
     return failed
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Print a warning as ``crnn-predict: warning: MESSAGE`` (no source location)."""
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of crnn-predict."""
     args = build_parser().parse_args(argv)
@@ -157,8 +167,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     try:
-        preds = _progress(recognizer.predict_paths(paths), len(paths))
-        failed = write_predictions(preds, args.format, sys.stdout, sys.stderr)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning  # a squeezed long line: one line on stderr
+            preds = _progress(recognizer.predict_paths(paths), len(paths))
+            failed = write_predictions(preds, args.format, sys.stdout, sys.stderr)
         sys.stdout.flush()
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

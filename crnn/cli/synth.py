@@ -40,6 +40,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="street: street-view crops (strong perspective, curved baselines, 13-22 px text scaled up, "
                         "photo backgrounds from scikit-image's sample images; needs pip install scikit-image); "
                         "default: the generator the shipped models started from")
+    p.add_argument("--split", choices=("train", "heldout", "all"), default="train",
+                   help="text lines: train (default) leaves out the held-out CJK fonts (font_packages.txt, "
+                        "cjk-heldout) and the tenth of corpus words kept for validation; heldout draws only those, "
+                        "for lines in fonts and words no training set saw; all draws everything")
     p.add_argument("--max-len", type=int, default=20, help="longest text (default 20)")
     p.add_argument("--words", metavar="FILE",
                    help="word list, one per line, most frequent first (default: built-in English list; "
@@ -63,7 +67,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def _preview(args: argparse.Namespace, opts: SynthOptions) -> str:
     """Write the contact sheet; return a one-line summary."""
     num = min(args.num, 300)
-    fonts = find_fonts(args.fonts)
+    fonts = find_fonts(args.fonts, opts.split)
     check_options(opts, fonts)
     samples = list(iter_samples(num, args.seed, fonts, opts, workers=args.workers or os.cpu_count() or 1))
     if text_mode(opts) == "lines":  # wider cells, labels in a font that draws them
@@ -80,9 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         opts = SynthOptions(height=args.height, charset=args.charset, max_len=max(args.max_len, args.line_len),
-                            words=args.words, text=args.text, line_len=args.line_len, style=args.style)
+                            words=args.words, text=args.text, line_len=args.line_len, style=args.style,
+                            split=args.split)
         if args.list_fonts:
-            fonts = find_fonts(args.fonts)
+            fonts = find_fonts(args.fonts, opts.split)
             print("\n".join(fonts))
             print(f"{len(fonts)} usable fonts", file=sys.stderr)
             return 0

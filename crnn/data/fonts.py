@@ -76,6 +76,14 @@ _PROBE_SIZE = 20
 _MISSING_PROBE = "\U0010fffd"  # private-use codepoint: no font maps it, so it draws .notdef
 HAN_PROBE = "的一是国人"  # a font drawing these is a CJK font
 CJK_FONT_PACKAGES: tuple[str, ...] = tuple(font_packages("cjk"))  # scripts/setup.sh installs them
+# CJK fonts kept out of every training set (font_packages.txt, section cjk-heldout): validation lines in faces the
+# model never saw. Matched by file name, so a user's own copy of these faces is held out too.
+HELDOUT_FONT_FILES = frozenset({
+    "gbsn00lp.ttf", "gkai00mp.ttf", "droidsansfallbackfull.ttf", "droidsansfallback.ttf",
+    "lxgwwenkai-regular.ttf", "lxgwwenkai-bold.ttf", "lxgwwenkai-light.ttf",
+    "lxgwwenkaimono-regular.ttf", "lxgwwenkaimono-bold.ttf", "lxgwwenkaimono-light.ttf",
+})
+SPLITS = ("train", "heldout", "all")
 _QUICK_PROBE = 24  # characters tried before probing a whole alphabet: a font drawing none of them is skipped
 
 
@@ -204,8 +212,27 @@ def _candidate_files(dirs: Sequence[str]) -> list[str]:
     return sorted(found)
 
 
-def find_fonts(fonts_dir: str | None = None) -> list[str]:
-    """Usable font files, sorted; one file per (family, style). Raises NoFontsError if none."""
+def is_heldout_font(path: str) -> bool:
+    """A font of the held-out CJK set (:data:`HELDOUT_FONT_FILES`), never drawn into training data."""
+    return os.path.basename(path).lower() in HELDOUT_FONT_FILES
+
+
+def _in_split(path: str, info: FontInfo, split: str) -> bool:
+    """Whether a font belongs to ``split`` (Latin faces belong to every split; held-out CJK faces only to theirs)."""
+    if split == "all":
+        return True
+    held = is_heldout_font(path)
+    return not held if split == "train" else held or not info.cjk
+
+
+def find_fonts(fonts_dir: str | None = None, split: str = "all") -> list[str]:
+    """Usable font files, sorted; one file per (family, style). Raises NoFontsError if none.
+
+    ``split``: ``train`` leaves out the held-out CJK faces, ``heldout`` keeps the Latin faces and only the
+    held-out CJK ones (text lines in fonts no training set saw), ``all`` keeps everything.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     if fonts_dir is not None and not os.path.isdir(fonts_dir):
         raise NoFontsError(f"fonts folder {fonts_dir!r} does not exist")
     dirs = [fonts_dir] if fonts_dir is not None else list(SYSTEM_FONT_DIRS)
@@ -213,7 +240,7 @@ def find_fonts(fonts_dir: str | None = None) -> list[str]:
     fonts: list[str] = []
     for path in _candidate_files(dirs):
         info = font_info(path)
-        if info is None or (info.family, info.style) in seen:
+        if info is None or (info.family, info.style) in seen or not _in_split(path, info, split):
             continue
         seen.add((info.family, info.style))
         fonts.append(path)

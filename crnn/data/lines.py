@@ -19,6 +19,7 @@ import itertools
 import os
 import random
 import string
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,6 +34,9 @@ CJK_NUMBER_UNITS = "年月日号元个万亿次种米人名岁点分"
 PUNCT_SHARE, NUMBER_SHARE, LATIN_SHARE, UNIFORM_SHARE = 0.09, 0.04, 0.02, 0.10
 SPACE_SHARE = 0.03  # chance of a space between two pieces (where the alphabet has the space)
 UNIFORM_LINE_SHARE = 0.05  # lines made only of uniformly drawn characters
+
+
+HELDOUT_WORD_SHARE = 10  # 1 corpus word in 10 (by a stable hash of the word) is kept out of training lines
 
 
 class TextSourceError(ValueError):
@@ -84,12 +88,28 @@ def _counted(entries: Sequence[str]) -> list[tuple[str, float]] | None:
     return [(p[0], float(p[1])) for p in ok if float(p[1]) > 0]
 
 
-@functools.lru_cache(maxsize=4)
-def load_corpus(charset: str, words: str | None) -> Corpus | None:
+def word_split(word: str) -> str:
+    """``heldout`` for the fixed tenth of corpus words kept out of training lines, else ``train``."""
+    return "heldout" if zlib.crc32(word.encode("utf-8")) % HELDOUT_WORD_SHARE == 0 else "train"
+
+
+@functools.lru_cache(maxsize=8)
+def load_corpus(charset: str, words: str | None, split: str = "all") -> Corpus | None:
     """The corpus for ``charset``: jieba's words for Han alphabets, else the word list; None = uniform only.
 
-    Only words whose every character is in the alphabet are kept.
+    Only words whose every character is in the alphabet are kept; ``split`` (train | heldout | all) keeps the
+    words of that part (:func:`word_split`), so validation lines can be made of words training never drew.
     """
+    corpus = _load_corpus(charset, words)
+    if corpus is None or split == "all":
+        return corpus
+    weights = [b - a for a, b in zip((0.0,) + corpus.cum[:-1], corpus.cum)]
+    kept = [(w, c) for w, c in zip(corpus.words, weights) if word_split(w) == split]
+    return Corpus(tuple(w for w, _ in kept), tuple(itertools.accumulate(c for _, c in kept)), corpus.joiner)
+
+
+def _load_corpus(charset: str, words: str | None) -> Corpus | None:
+    """:func:`load_corpus` before the split."""
     chars, lower = W.label_rules(charset)
     if words is not None:
         entries = W.load_word_entries(words)
@@ -202,7 +222,7 @@ def compose_line(rng: random.Random, charset: str, n: int, corpus: Corpus | None
 
 def sample_line(rng: random.Random, opts: W.TextOptions) -> str:
     """A text line for ``opts.charset``: ``opts.line_len`` characters, or 1..``opts.max_len``."""
-    corpus = load_corpus(opts.charset, opts.words)
+    corpus = load_corpus(opts.charset, opts.words, opts.split)
     for _ in range(100):
         text = compose_line(rng, opts.charset, line_length(rng, opts.max_len, opts.line_len), corpus)
         if text:

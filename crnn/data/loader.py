@@ -50,6 +50,20 @@ class TrainLoader:
         return iter(self.loader)
 
 
+def stop_workers(loader: "TrainLoader | DataLoader") -> None:
+    """Shut down a loader's persistent worker processes now, not whenever the loader happens to be collected.
+
+    The workers ignore SIGTERM (the trainer's ``_worker_init``: a signal to the process group must reach only the
+    training process), so the fallback of Python's exit, SIGTERM to daemonic children and then join, waits forever on
+    them. A loader kept alive until exit (an exception's traceback in a reference cycle, as on a DDP rank that lost
+    contact) then hung the process until torchrun's SIGKILL."""
+    dl = loader.loader if isinstance(loader, TrainLoader) else loader
+    it = getattr(dl, "_iterator", None)
+    dl._iterator = None
+    if it is not None and hasattr(it, "_shutdown_workers"):
+        it._shutdown_workers()
+
+
 def make_transform(*, height: int, width: int, keep_ratio: bool, max_width: int, channels: int,
                    augment: bool = False, interpolation: str = "bilinear", mean: float = 0.5, std: float = 0.5,
                    pad: str = "batch") -> ResizeNormalize:

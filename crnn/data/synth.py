@@ -32,9 +32,10 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 from crnn.charset import Charset
-from crnn.data.fonts import CJK_FONT_PACKAGES, FontInfo, NoFontsError, find_fonts, font_picker, load_font, uncovered
+from crnn.data.fonts import CJK_FONT_PACKAGES, SPLITS, FontInfo, NoFontsError, find_fonts, font_picker, load_font, uncovered
 from crnn.data.lines import describe
-from crnn.data.words import RENDERABLE, label_rules, sample_text, text_label, text_mode
+from crnn.data.text import sample_text
+from crnn.data.words import RENDERABLE, label_rules, text_label, text_mode
 
 __all__ = [
     "SynthOptions", "SynthDataset", "NoFontsError", "render_word", "sample_text", "text_label",
@@ -63,8 +64,13 @@ class SynthOptions:
     text: str = "auto"  # words (scene-text words) | lines (text lines) | auto: lines for alphabets beyond ASCII
     line_len: int = 0  # lines: every line has this many characters; 0 = 1..max_len
     style: str = "default"  # default | street: street-view geometry, photo backgrounds, harsher camera
+    # train: no held-out CJK font, no held-out corpus word | heldout: only those (validation) | all
+    split: str = "train"
+    clutter: bool = True  # fragments of neighbouring text at the crop's edges (a benchmark's clean labels: False)
 
     def __post_init__(self) -> None:
+        if self.split not in SPLITS:
+            raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {self.split!r}")
         if self.style not in STYLES:
             raise ValueError(f"style must be one of {', '.join(STYLES)}, got {self.style!r}")
         if self.height < 8:
@@ -565,7 +571,7 @@ def render_word(text: str, rng: random.Random, fonts: list[str], opts: SynthOpti
     if rng.random() < (0.2 if street else 0.06):
         stack = _curve(stack, rng, fs, street)
     stack = _crop(stack, _crop_box(stack, rng))
-    clutter = _clutter(stack, rng, fonts, fs, opts) if rng.random() < 0.25 else None
+    clutter = _clutter(stack, rng, fonts, fs, opts) if opts.clutter and rng.random() < 0.25 else None
     img = _lighting(_compose(stack, clutter, style, rng, nrng), rng)
     return _camera(img, rng, nrng, opts, sev)
 
@@ -677,7 +683,7 @@ def generate_lmdb(out: str, num: int, seed: int = 0, workers: int = 0, fonts_dir
     if os.path.lexists(out) and not overwrite:
         raise FileExistsError(f"{out} already exists; choose another path or pass --overwrite")
     opts = opts or SynthOptions()
-    fonts = find_fonts(fonts_dir)
+    fonts = find_fonts(fonts_dir, opts.split)
     check_options(opts, fonts)
     workers = workers or os.cpu_count() or 1
     samples = iter_samples(num, seed, fonts, opts, workers)
@@ -697,7 +703,7 @@ class SynthDataset:
         self.num, self.seed = num, seed
         self.opts = opts or SynthOptions()
         self.transform = transform
-        self.fonts = tuple(fonts) if fonts else tuple(find_fonts(fonts_dir))
+        self.fonts = tuple(fonts) if fonts else tuple(find_fonts(fonts_dir, self.opts.split))
         check_options(self.opts, self.fonts)
 
     def __len__(self) -> int:

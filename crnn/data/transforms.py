@@ -12,6 +12,10 @@ from crnn.data.easyocr_input import easyocr_resize
 
 INTERPOLATIONS = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC}
 PAD_MODES = ("batch", "edge", "easyocr")
+# Keep-ratio inference (crnn-predict, crnn-eval, the API, exported metadata): the widest resized line in pixels.
+# Training caps widths at data.max_width (400 for the Chinese model, ~12 characters); at inference the width follows
+# the image up to this cap, so that a long line keeps T = W/4 time steps for its characters.
+INFER_MAX_WIDTH = 4096
 
 
 class ResizeNormalize:

@@ -30,6 +30,7 @@ class TextOptions(Protocol):
     words: str | None
     text: str  # auto | words | lines
     line_len: int  # lines: fixed length; 0 = 1..max_len
+    split: str  # train | heldout | all: which part of the line corpus (and of the CJK fonts) to draw from
 
 
 @functools.lru_cache(maxsize=4)
@@ -197,12 +198,8 @@ def _candidate(rng: random.Random, opts: TextOptions) -> str:
     return _random_chars(rng, opts)
 
 
-def sample_text(rng: random.Random, opts: TextOptions) -> str:
-    """A text to render whose label (:func:`text_label`) is non-empty and at most ``max_len`` long."""
-    if text_mode(opts) == "lines":
-        from crnn.data.lines import sample_line
-
-        return sample_line(rng, opts)
+def sample_word(rng: random.Random, opts: TextOptions) -> str:
+    """A scene-text word whose label (:func:`text_label`) is non-empty and at most ``max_len`` long."""
     for attempt in range(100):
         # Unusual alphabets: after a while, fall back to strings of the alphabet's own characters.
         text = _candidate(rng, opts) if attempt < 30 else _random_chars(rng, opts)

@@ -3,15 +3,16 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import torch
 
 from crnn.charset import Charset
 from crnn.decode import decode
-from crnn.engine.distributed import all_reduce_sum, broadcast_object, get_world_size
-from crnn.metrics import RecognitionMetrics, cer_first, resolve_protocol
+from crnn.engine.distributed import all_gather_object, all_reduce_sum, broadcast_object, get_world_size
+from crnn.metrics import RecognitionMetrics, cer_first, normalize_text, resolve_protocol
 
 
 @dataclass
@@ -28,6 +29,8 @@ class EvalResult:
     protocol: str = ""  # the protocol used ("auto" resolved for the charset)
     removed_share: float = 0.0  # share of label characters the protocol deleted before comparing
     cer_first: bool = False  # reports lead with CER (every alphabet but alnum36)
+    empty_predictions: int = 0  # predictions that are empty (all blanks), summed over ranks
+    top_predictions: list = field(default_factory=list)  # [(text, times predicted, times right)], most frequent first
 
 
 def autocast_context(device: torch.device, amp: str) -> contextlib.AbstractContextManager:
@@ -41,10 +44,12 @@ def autocast_context(device: torch.device, amp: str) -> contextlib.AbstractConte
 @torch.inference_mode()
 def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device: torch.device, *,
              protocol: str = "auto", decoder: str = "greedy", amp: str = "off",
-             keep_errors: int = 0, max_examples: int = 8, beam_width: int = 10) -> EvalResult:
+             keep_errors: int = 0, max_examples: int = 8, beam_width: int = 10,
+             on_batch: Callable[[object, list[tuple[str, float]]], None] | None = None) -> EvalResult:
     """Run ``model`` over ``loader`` (batches with .images and .labels) and return metrics summed over ranks.
 
     ``protocol="auto"`` is alnum-insensitive for the alnum36 charset and exact for every other alphabet.
+    ``on_batch(batch, readings)`` sees each batch with its (text, confidence) readings (the evaluation report).
     """
     protocol = resolve_protocol(protocol, charset.chars)
     was_training = model.training
@@ -53,6 +58,7 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
     examples: list[tuple[str, str]] = []
     first_images = None
     n_skipped, t0 = 0, time.perf_counter()
+    predicted, right = Counter(), Counter()  # how often each text was predicted, and was the label
     for batch in loader:
         n_skipped += getattr(batch, "num_skipped", 0)
         if len(batch.labels) == 0:  # every image of the batch was undecodable
@@ -61,22 +67,40 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
         with autocast_context(device, amp):
             logits = model(images)  # (B, T, K)
         kw = {"beam_width": beam_width} if decoder == "beam" else {}
-        preds = [text for text, _ in decode(logits.float(), charset, method=decoder, **kw)]
+        readings = decode(logits.float(), charset, method=decoder, **kw)
+        preds = [text for text, _ in readings]
+        if on_batch is not None:
+            on_batch(batch, readings)
         metrics.update(preds, list(batch.labels))
+        predicted.update(preds)
+        right.update(p for p, t in zip(preds, batch.labels)
+                     if normalize_text(p, protocol) == normalize_text(t, protocol))
         if len(examples) < max_examples:
             examples.extend(zip(batch.labels, preds))
             first_images = images[:max_examples].float().cpu() if first_images is None else first_images
     elapsed = time.perf_counter() - t0
-    counts = torch.cat([metrics.state_tensor(), torch.tensor([float(n_skipped)], dtype=torch.float64)])
-    counts = all_reduce_sum(counts.to(device)).cpu()  # [7]: the 6 metric counts + undecodable images
-    state, skipped = counts[:-1], int(counts[-1])
+    extra = torch.tensor([float(n_skipped), float(predicted[""])], dtype=torch.float64)
+    counts = all_reduce_sum(torch.cat([metrics.state_tensor(), extra]).to(device)).cpu()
+    state, skipped, empty = counts[:-2], int(counts[-2]), int(counts[-1])  # the 6 metric counts, undecodable, ""
     total = RecognitionMetrics.from_state_tensor(state, protocol=protocol)
     model.train(was_training)
     errors = gather_errors(metrics.errors(), keep_errors) if keep_errors > 0 else []
     result = total.compute()  # images/s over all ranks: every rank's images in this rank's time
     return EvalResult(result, result["samples"] / max(elapsed, 1e-9), examples[:max_examples],
                       errors, first_images, state, skipped, protocol, total.removed_share(),
-                      cer_first(charset.chars))
+                      cer_first(charset.chars), empty, top_predictions(predicted, right))
+
+
+def top_predictions(predicted: Counter, right: Counter, keep: int = 3) -> list[tuple[str, int, int]]:
+    """The most frequent non-empty predictions of every rank, merged: [(text, times predicted, times right)]."""
+    mine = [(t, n, right[t]) for t, n in predicted.most_common(keep + 1) if t][:keep]
+    merged: Counter = Counter()
+    hits: Counter = Counter()
+    for theirs in all_gather_object(mine):  # every rank takes part
+        for t, n, r in theirs:
+            merged[t] += n
+            hits[t] += r
+    return [(t, n, hits[t]) for t, n in merged.most_common(keep)]
 
 
 def gather_errors(errors: list[tuple[str, str, int]], keep: int) -> list[tuple[str, str, int]]:

@@ -11,9 +11,10 @@ from crnn.engine.runtime import Runtime, TrainingError
 
 
 def build_optimizer(cfg: Config, model: nn.Module) -> torch.optim.Optimizer:
-    """Adam / AdamW / Adadelta over the trainable parameters."""
+    """Adam / AdamW / Adadelta over the trainable parameters (a CNN frozen by train.freeze_cnn_steps included:
+    it joins when unfrozen; a parameter without a gradient is not updated)."""
     t = cfg.train
-    params = [p for p in model.parameters() if p.requires_grad]
+    params = [p for p in model.parameters() if p.requires_grad or t.freeze_cnn_steps]
     if t.optimizer == "adam":
         return torch.optim.Adam(params, lr=t.lr, weight_decay=t.weight_decay)
     if t.optimizer == "adamw":

@@ -102,7 +102,7 @@ def log_validation(name: str, res: EvalResult, step: int, tb, protocol: str) -> 
     if tb is None:
         return
     tag = Path(name).name or name
-    for k in ("word_acc", "cer", "ned"):
+    for k in ("word_acc", "cer", "ned_similarity"):  # ned_similarity = 1-NED (higher is better)
         tb.add_scalar(f"val/{tag}/{k}", m[k], step)
     if res.sample_images is not None:
         import torchvision

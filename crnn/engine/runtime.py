@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import time
 from dataclasses import dataclass, field
 
 import torch
@@ -33,6 +34,14 @@ class Runtime:
     def main(self) -> bool:
         return self.rank == 0
 
+    def clock(self) -> float:
+        """Seconds, for timing training steps: on CUDA once the device has finished its queued work (kernels run
+        asynchronously, so without this the time a step then waits for its next batch would include the device's
+        tail of the previous step, counting computation as waiting for data)."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return time.perf_counter()
+
 
 def resolve_device(name: str, local_rank: int = 0) -> torch.device:
     """auto | cpu | cuda | cuda:N -> torch.device (under DDP, cuda means cuda:LOCAL_RANK)."""
@@ -46,8 +55,34 @@ def resolve_device(name: str, local_rank: int = 0) -> torch.device:
     return torch.device(name)
 
 
+def cudnn_benchmark_wanted(cfg: Config) -> bool:
+    """Whether cuDNN should time its convolution algorithms (``torch.backends.cudnn.benchmark``).
+
+    On for fixed-size batches (fixed width, or keep_ratio with ``data.pad=edge``): each shape is tuned once, then
+    every step reuses the fastest algorithm. Off for keep-ratio batches padded to the batch's widest image
+    (``data.pad=batch``): up to ``(max_width - min_width) / 4`` distinct widths would each be timed again when they first
+    appear (and for the validation and last partial batches), so the heuristics' choice is used instead.
+    """
+    return not (cfg.data.keep_ratio and cfg.data.pad == "batch")
+
+
+def configure_cudnn(cfg: Config, device: torch.device) -> bool | None:
+    """Set ``cudnn.benchmark`` once for a CUDA run (see :func:`cudnn_benchmark_wanted`); None off CUDA."""
+    if device.type != "cuda":
+        return None
+    on = cudnn_benchmark_wanted(cfg)
+    torch.backends.cudnn.benchmark = on
+    return on
+
+
 def setup_runtime(cfg: Config) -> Runtime:
     """Pick single / DataParallel / DDP from the config and the environment, and initialise it."""
+    rt = _setup_runtime(cfg)
+    configure_cudnn(cfg, rt.device)
+    return rt
+
+
+def _setup_runtime(cfg: Config) -> Runtime:
     t = cfg.train
     if D.launched_by_torchrun() or D.adopt_slurm_env():  # torchrun, or srun with one task per process
         if t.parallel == "dp":

@@ -6,7 +6,7 @@ import os
 import random
 import re
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -32,6 +32,7 @@ class TrainState:
     skipped_images: int = 0
     unfit_labels: int = 0
     nonfinite_steps: int = 0
+    before: dict = field(default_factory=dict)  # metrics of data.val and train.base_val at step 0 (fine-tuning)
 
 
 def rng_state() -> dict:

@@ -23,6 +23,11 @@ from crnn.engine import distributed as D
 from crnn.engine.autotune import choose_amp
 from crnn.engine.checkpoint import CheckpointError, check_not_foreign, load_model_weights, unwrap_model
 from crnn.engine.evaluate import autocast_context, evaluate
+from crnn.engine.alphabet_change import fit_alphabet
+from crnn.engine.finetune import (KEPT_METRICS, ValSets, base_protocol, build_base_loaders, check_freeze, cnn_frozen,
+                                  forgetting_report, generate_base_style, set_cnn_frozen, training_sources,
+                                  validate_base)
+from crnn.engine.health import Health
 from crnn.engine.optim import build_optimizer, build_scaler, build_scheduler, lr_factor  # noqa: F401 (re-exported)
 from crnn.engine.reporting import STOP_SIGNALS, Meter, StopFlag, _fmt_time, log_validation, open_tensorboard
 from crnn.engine.runtime import Runtime, TrainingError, seed_everything, setup_logging, setup_runtime
@@ -55,6 +60,7 @@ def prepare_data(cfg: Config) -> None:
                  "samples" if opts.text == "words" else f"text lines for {cfg.model.charset}", path, seed,
                  "" if style == "default" else f", style {style}")
         generate_lmdb(path, num, seed=seed, workers=d.synth_workers, progress=D.is_main_process(), opts=opts)
+    generate_base_style(cfg, D.is_main_process())  # rehearsal data and base-domain held-out sets (fine-tuning)
 
 
 def synth_options(cfg: Config, style: str = "default"):
@@ -63,14 +69,15 @@ def synth_options(cfg: Config, style: str = "default"):
     from crnn.data.words import text_mode
 
     lines = SynthOptions(charset=cfg.model.charset, height=cfg.data.height, max_len=cfg.data.max_label_length,
-                         text="lines", style=style)
+                         text="lines", style=style, line_len=cfg.data.synth_line_len)
     if text_mode(SynthOptions(charset=cfg.model.charset)) == "lines":
         return lines
     return SynthOptions(text="words", style=style)
 
 
 def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
-    """Training loader (sharded under DDP) and named validation loaders."""
+    """Training loader (sharded under DDP, rehearsal data mixed in) and named validation loaders (a ValSets: the
+    data.val loaders, plus the train.base_val ones in ``.base``)."""
     from crnn.data.datasets import DatasetError
     from crnn.data.loader import build_eval_loader, build_train_loader, preprocess_options
 
@@ -78,7 +85,8 @@ def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
     geom = dict(height=d.height, width=d.width, keep_ratio=d.keep_ratio, max_width=d.max_width,
                 channels=cfg.model.in_channels, **preprocess_options(d))
     try:
-        train = build_train_loader(d.train, charset, **geom, batch_size=d.batch_size, num_workers=d.num_workers,
+        train = build_train_loader(training_sources(cfg), charset, **geom, batch_size=d.batch_size,
+                                   num_workers=d.num_workers,
                                    max_label_length=d.max_label_length, augment=d.augment, seed=cfg.train.seed,
                                    rank=rt.rank, world_size=rt.world_size)
     except DatasetError as e:
@@ -90,7 +98,8 @@ def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
                                         rank=rt.rank, world_size=rt.world_size)
         except DatasetError as e:
             raise TrainingError(f"data.val: {e}") from None
-    for loader in (train.loader, *vals.values()):
+    vals = ValSets(vals, build_base_loaders(cfg, rt, geom), cfg.train.base_protocol)
+    for loader in (train.loader, *vals.values(), *vals.base.values()):
         loader.worker_init_fn = functools.partial(_worker_init, loader.worker_init_fn)
     return train, vals
 
@@ -106,18 +115,28 @@ def _worker_init(previous, worker_id: int) -> None:
         previous(worker_id)
 
 
-def build_training_model(cfg: Config, charset: Charset, rt: Runtime) -> tuple[nn.Module, nn.Module]:
-    """Return (model as trained — possibly wrapped, the bare model)."""
+def build_training_model(cfg: Config, charset: Charset, rt: Runtime,
+                         info: dict | None = None) -> tuple[nn.Module, nn.Module]:
+    """Return (model as trained — possibly wrapped, the bare model).
+
+    ``train.init_weights`` trained on another alphabet has its output rows matched by character
+    (:mod:`crnn.engine.alphabet_change`). ``info``, when given, receives ``base_charset`` (that checkpoint's
+    alphabet, None without one) and ``alphabet_change``."""
     m, t = cfg.model, cfg.train
     model = build_model(m.variant, m.in_channels, charset.num_classes, m.hidden or None, m.batch_norm)
     if t.init_weights:
         try:
             ck = shared_checkpoint("train.init_weights", t.init_weights, rt)
             check_not_foreign(ck)
-            load_model_weights(model, ck.model_state, strict=True)
+            state, change, base_charset = fit_alphabet(ck, charset, model)
+            load_model_weights(model, state, strict=True)
         except CheckpointError as e:
             raise TrainingError(_checkpoint_problem("train.init_weights", t.init_weights, e)) from None
         log.info("initialised weights from %s (%s, keys had prefix %r)", t.init_weights, ck.kind, ck.source_prefix)
+        if change is not None and not change.unchanged and rt.main:
+            log.info(change.describe())
+        if info is not None:
+            info.update(base_charset=base_charset, alphabet_change=change)
     if t.model_parallel:
         model.place(t.model_parallel[0], t.model_parallel[1])
         log.info("model parallel: CNN on %s, sequence model on %s", *t.model_parallel)
@@ -132,6 +151,9 @@ def build_training_model(cfg: Config, charset: Charset, rt: Runtime) -> tuple[nn
         if rt.main:
             log.info("train.amp=auto -> %s: %s", choice.amp, choice.reason)
     bare = model
+    if t.freeze_cnn_steps:  # before any wrapper: DDP only reduces the parameters that need gradients then
+        check_freeze(cfg, rt.mode)
+        set_cnn_frozen(model, True, 0, rt.main)
     if t.sync_bn and rt.mode == "ddp":
         if rt.device.type == "cuda":
             model = D.convert_sync_bn(model)
@@ -164,7 +186,8 @@ def check_label_length(cfg: Config, bare: nn.Module) -> None:
                     "max_width" if d.keep_ratio else "width")
 
 
-def validate_all(model, vals: dict, charset, cfg: Config, rt: Runtime, step: int, tb) -> float | None:
+def validate_all(model, vals: dict, charset, cfg: Config, rt: Runtime, step: int, tb,
+                 health: Health | None = None) -> float | None:
     """Validate on every configured set; return the mean word accuracy (None without validation sets)."""
     if not vals:
         return None
@@ -175,8 +198,14 @@ def validate_all(model, vals: dict, charset, cfg: Config, rt: Runtime, step: int
                        decoder=cfg.train.decoder, amp=cfg.train.amp, max_examples=cfg.train.show_predictions)
         if rt.main:
             log_validation(name, res, step, tb, cfg.train.protocol)
+        if health is not None:
+            health.validation(name, res, step)
         accs.append(res.metrics["word_acc"])
-    return sum(accs) / len(accs)
+        if isinstance(vals, ValSets):
+            vals.last[name] = {k: res.metrics[k] for k in KEPT_METRICS}
+    if isinstance(vals, ValSets):
+        validate_base(target, vals, charset, cfg, rt, step, tb)
+    return sum(accs) / len(accs) if accs else None
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -272,6 +301,10 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
         check_output_dir(out)
         log.info("resolved config:\n%s", dump_config(cfg).rstrip())
         log.info("mode: %s on %s (world size %d)", rt.mode, rt.device, rt.world_size)
+        if rt.device.type == "cuda":
+            log.info("cudnn.benchmark=%s (%s)", torch.backends.cudnn.benchmark,
+                     "keep-ratio batches vary in width" if cfg.data.keep_ratio and cfg.data.pad == "batch"
+                     else "fixed-size batches")
     D.barrier()
     charset = Charset.from_config(cfg.model)
     if rt.main:
@@ -282,7 +315,21 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
     with D.main_process_first(local=True):  # a machine that cannot see rank 0's files (unshared disks) makes its own
         prepare_data(cfg)
     train_loader, vals = build_loaders(cfg, charset, rt)
-    model, bare = build_training_model(cfg, charset, rt)
+    try:
+        return _fit_loaded(cfg, rt, st, charset, train_loader, vals)
+    finally:  # at once, also on errors: the workers ignore SIGTERM, so exit could not stop them (stop_workers)
+        from crnn.data.loader import stop_workers
+
+        for loader in (train_loader, *vals.values(), *vals.base.values()):
+            stop_workers(loader)
+
+
+def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, train_loader, vals: dict) -> dict:
+    t = cfg.train
+    out = Path(t.output_dir)
+    info: dict = {}
+    model, bare = build_training_model(cfg, charset, rt, info)
+    vals.base_protocol = base_protocol(cfg, info.get("base_charset"), charset)
     if rt.main:
         log.info("model %s: %.2f M parameters, %d classes, T=%d for width %d", cfg.model.variant,
                  count_parameters(bare) / 1e6, charset.num_classes, bare.output_length(cfg.data.width), cfg.data.width)
@@ -298,16 +345,30 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
     if rt.main:  # only now that the data, model and checkpoint were accepted: a bad input leaves nothing behind
         create_output_dir(cfg)
         remove_stale_temporaries(out)
+    if t.freeze_cnn_steps:
+        set_cnn_frozen(bare, cnn_frozen(cfg, st.step), st.step, rt.main)  # a resumed run may be past it
     tb = open_tensorboard(cfg, rt)
+    health = Health(cfg, rt, bare, charset.num_classes, st.step)
+    if vals.base and st.step == 0:  # the starting point, so that forgetting is measured, not guessed
+        if rt.main:
+            log.info("before training: scoring %s", ", ".join([*vals, *vals.base]))
+        validate_all(model, vals, charset, cfg, rt, 0, tb)
+        st.before = {k: dict(v) for k, v in vals.last.items()}
     try:
         agent = os.getppid() if rt.mode == "ddp" and "TORCHELASTIC_RUN_ID" in os.environ else None
         with StopFlag(rt.main, agent) as stop:
-            ended = _loop(cfg, rt, model, bare, charset, train_loader, vals, opt, sched, scaler, st, tb, stop)
+            ended = _loop(cfg, rt, model, bare, charset, train_loader, vals, opt, sched, scaler, st, tb, stop, health)
     finally:
         if tb is not None:
             tb.close()
+    if rt.main and ended == "done" and st.before and vals.last:
+        for line in forgetting_report(st.before, vals.last, list(vals.base), list(vals)):
+            log.info("before -> after: %s", line)
     return {"step": st.step, "best_metric": st.best_metric, "output_dir": str(out), "ended": ended,
-            "interrupted": ended == "signal", "signal": stop.signum, "images_seen": st.images_seen}
+            "interrupted": ended == "signal", "signal": stop.signum, "images_seen": st.images_seen,
+            "before": st.before, "base_after": {k: vals.last[k] for k in vals.base if k in vals.last},
+            "base_protocol": vals.base_protocol if vals.base else None,
+            "data_wait_share": health.data.run_share(), "health": list(health.warnings)}
 
 
 def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt: Runtime) -> None:
@@ -316,7 +377,8 @@ def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt
     D.barrier()
 
 
-def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: TrainState, tb, stop) -> str:
+def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: TrainState, tb, stop,
+          health: Health) -> str:
     """The step loop; returns why it ended: "done", "signal" (SIGINT/SIGTERM/SIGHUP/SIGUSR1) or "stop_after"."""
     t = cfg.train
     if len(loader) == 0:
@@ -328,28 +390,32 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
     save = lambda name: _save(name, model, cfg, charset, opt, sched, scaler, st, rt)  # noqa: E731
     micro = 0
     while st.step < t.steps:
-        for batch in batches_from(loader, st.epoch, st.batch_in_epoch):
+        for batch in health.data.batches(batches_from, loader, st.epoch, st.batch_in_epoch):
             st.batch_in_epoch += 1
             micro += 1
             loss, unfit = train_step(model, batch, opt, scaler, cfg, rt, micro % accum == 0, bare)
             st.skipped_images += batch.num_skipped
             st.unfit_labels += unfit
+            health.micro(batch, loss, unfit)
             n_img = len(batch.labels) * rt.world_size
             st.images_seen += n_img
             if micro % accum:
                 continue
             ok = optimizer_step(model, opt, sched, scaler, cfg)
+            why = health.step_done(ok, scaler)
             st.step += 1
+            if t.freeze_cnn_steps > 0 and st.step == t.freeze_cnn_steps:
+                set_cnn_frozen(bare, False, st.step, rt.main)
             nonfinite_run = 0 if ok else nonfinite_run + 1
             if ok:
                 meter.add(loss, n_img)
             else:
-                _count_nonfinite(st, nonfinite_run, cfg, rt)
+                _count_nonfinite(st, nonfinite_run, cfg, rt, why)
             stop.poll(rt.rank)
-            signalled = D.any_rank(stop.signum is not None)
+            signalled = D.any_rank(stop.signum is not None, rt.device)  # NCCL reduces only CUDA tensors
             if not signalled:  # on a signal, save at once: no validation that could outlast torchrun's grace time
                 _periodic(cfg, rt, model, charset, vals, st, tb, meter, t_start, step0, opt,
-                          save if nonfinite_run == 0 else None)
+                          save if nonfinite_run == 0 else None, health)
             time_boxed = t.stop_after > 0 and st.step - step0 >= t.stop_after and st.step < t.steps
             if signalled or time_boxed:
                 save("last.pt")
@@ -363,7 +429,8 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
         else:
             st.epoch += 1
             st.batch_in_epoch = 0
-    acc = validate_all(model, vals, charset, cfg, rt, st.step, tb) if t.val_every == 0 or st.step % t.val_every else None
+    acc = (validate_all(model, vals, charset, cfg, rt, st.step, tb, health)
+           if t.val_every == 0 or st.step % t.val_every else None)
     if acc is not None and acc > st.best_metric:
         st.best_metric = acc
         save("best.pt")
@@ -376,21 +443,25 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
     return "done"
 
 
-def _count_nonfinite(st: TrainState, run: int, cfg: Config, rt: Runtime) -> None:
-    """Count and log a skipped update; raise after train.max_nonfinite in a row (same step on every rank)."""
+def _count_nonfinite(st: TrainState, run: int, cfg: Config, rt: Runtime, why: str | None = None) -> None:
+    """Count and log a skipped update with its likely cause (``why``, from :class:`Health`); raise after
+    train.max_nonfinite in a row (same step on every rank)."""
     t = cfg.train
     st.nonfinite_steps += 1
     if rt.main:
-        log.warning("step %d: non-finite loss/gradients, update skipped (%d in a row, %d in total)",
-                    st.step, run, st.nonfinite_steps)
+        log.warning("step %d: non-finite loss/gradients, update skipped (%d in a row, %d in total)%s",
+                    st.step, run, st.nonfinite_steps, f": {why}" if why else "")
+    elif why:  # this rank's own batch gave the non-finite loss
+        log.warning("rank %d: step %d: %s", rt.rank, st.step, why)
     if run >= t.max_nonfinite:
         last = Path(t.output_dir) / "last.pt"
         kept = f"the last good checkpoint is {last}" if last.is_file() else "no checkpoint had been written yet"
         raise TrainingError(f"{run} non-finite losses/gradients in a row at step {st.step} (train.max_nonfinite="
-                            f"{t.max_nonfinite}): stopping; {kept} (lower train.lr, or check the data)")
+                            f"{t.max_nonfinite}): stopping; {kept} ({why or 'lower train.lr, or check the data'})")
 
 
-def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t_start, step0, opt, save) -> None:
+def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t_start, step0, opt, save,
+              health: Health | None = None) -> None:
     """Logging, validation and checkpointing that happen every N steps.
 
     ``save`` is None while updates are being skipped for non-finite gradients: the checkpoints on disk then stay
@@ -401,11 +472,14 @@ def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t
         lr = opt.param_groups[0]["lr"]
         elapsed = time.perf_counter() - t_start
         eta = elapsed / max(st.step - step0, 1) * (t.steps - st.step)
+        wait = health.window(st.step) if health is not None else None  # every rank: one all-reduce under DDP
         if rt.main and meter.n:
             rate = meter.rate()  # the meter counts images of all ranks already
-            log.info("step %d/%d  epoch %d  loss %.4f  lr %.2e  %.0f img/s  ETA %s  skipped %d  unfit %d",
+            log.info("step %d/%d  epoch %d  loss %.4f  lr %.2e  %.0f img/s  ETA %s  skipped %d  unfit %d%s",
                      st.step, t.steps, st.epoch, meter.loss / meter.n, lr, rate, _fmt_time(eta),
-                     st.skipped_images, st.unfit_labels)
+                     st.skipped_images, st.unfit_labels, "" if wait is None else f"  data {wait * 100:.0f}%")
+            if tb is not None and wait is not None:
+                tb.add_scalar("train/data_wait_share", wait, st.step)
             if tb is not None:
                 tb.add_scalar("train/loss", meter.loss / meter.n, st.step)
                 tb.add_scalar("train/lr", lr, st.step)
@@ -413,9 +487,11 @@ def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t
                 tb.add_scalar("train/skipped_images", st.skipped_images, st.step)
                 tb.add_scalar("train/unfit_labels", st.unfit_labels, st.step)
                 tb.add_scalar("train/nonfinite_steps", st.nonfinite_steps, st.step)
+        if health is not None:
+            health.advise()
         meter.reset()
     if t.val_every and st.step % t.val_every == 0:
-        acc = validate_all(model, vals, charset, cfg, rt, st.step, tb)
+        acc = validate_all(model, vals, charset, cfg, rt, st.step, tb, health)
         if acc is not None and acc > st.best_metric and save is not None:
             st.best_metric = acc
             save("best.pt")

@@ -1,0 +1,68 @@
+"""Hand-written inline SVG bar charts for the evaluation report (no plotting library)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from crnn.report.analysis import Bin
+
+W, H = 290, 220  # chart size in px
+LEFT, RIGHT, TOP, BOTTOM = 40, 10, 28, 58  # plot margins: y labels, title, x labels + counts
+
+
+def bar_chart(title: str, bins: Sequence[Bin], *, x_title: str, rate: str = "accuracy",
+              diagonal: bool = False, shares: bool = False) -> str:
+    """Bars of each bin's accuracy (``rate="error"``: 1 - accuracy) on a 0-1 axis with the bin sizes below.
+
+    ``diagonal``: the perfect-calibration line (bin b sits at confidence (b + 0.5) / len(bins)). ``shares``: a thin
+    grey bar beside each bar with the bin's share of all samples.
+    """
+    pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
+    total = sum(b.n for b in bins) or 1
+    slot = pw / max(len(bins), 1)
+    parts = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+             f'viewBox="0 0 {W} {H}" role="img" aria-label="{escape(title)}">',
+             f'<text x="{W / 2:.0f}" y="16" class="ct">{escape(title)}</text>']
+    for tick in (0, 0.25, 0.5, 0.75, 1.0):
+        y = TOP + ph * (1 - tick)
+        parts.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+                     f'<text x="{LEFT - 4}" y="{y + 4:.1f}" class="yl">{tick:.0%}</text>')
+    for i, b in enumerate(bins):
+        value = b.accuracy if rate == "accuracy" else 1 - b.accuracy
+        x0 = LEFT + i * slot
+        bw = slot * (0.55 if shares else 0.75)
+        bh = ph * value if b.n else 0
+        tip = f"{b.label}: {value:.1%} {rate} ({b.correct} of {b.n} right)"
+        parts.append(f'<rect x="{x0 + slot * 0.1:.1f}" y="{TOP + ph - bh:.1f}" width="{bw:.1f}" height="{bh:.1f}" '
+                     f'class="bar {rate}"><title>{escape(tip)}</title></rect>')
+        if shares:
+            sh = ph * b.n / total
+            parts.append(f'<rect x="{x0 + slot * 0.68:.1f}" y="{TOP + ph - sh:.1f}" width="{slot * 0.22:.1f}" '
+                         f'height="{sh:.1f}" class="share"><title>{escape(b.label)}: {b.n / total:.1%} of the '
+                         f'images</title></rect>')
+        cx = x0 + slot / 2
+        parts.append(f'<text x="{cx:.1f}" y="{TOP + ph + 13}" class="xl" '
+                     f'transform="rotate(-35 {cx:.1f} {TOP + ph + 13})">{escape(b.label)}</text>')
+        if b.n and slot >= 14:  # bin sizes where they fit (the tooltip always has them)
+            bar_cx = x0 + slot * 0.1 + bw / 2
+            parts.append(f'<text x="{bar_cx:.1f}" y="{TOP + ph - bh - 3:.1f}" class="n">{b.n}</text>')
+    if diagonal and bins:
+        parts.append(f'<line x1="{LEFT}" y1="{TOP + ph}" x2="{W - RIGHT}" y2="{TOP}" class="diag"/>')
+    parts.append(f'<text x="{W / 2:.0f}" y="{H - 4}" class="xt">{escape(x_title)}</text></svg>')
+    return "".join(parts)
+
+
+CHART_CSS = """
+svg.chart { background: #fff; border: 1px solid #ddd; border-radius: 4px; margin: 0 10px 10px 0; }
+svg.chart text { font-size: 10px; fill: #333; }
+svg.chart .ct { font-size: 12px; font-weight: bold; text-anchor: middle; }
+svg.chart .xt { text-anchor: middle; fill: #666; }
+svg.chart .yl { text-anchor: end; fill: #666; }
+svg.chart .xl { text-anchor: end; }
+svg.chart .n { text-anchor: middle; fill: #555; font-size: 9px; }
+svg.chart .grid { stroke: #eee; }
+svg.chart .bar.accuracy { fill: #4a8fd4; }
+svg.chart .bar.error { fill: #d9534f; }
+svg.chart .share { fill: #bbb; }
+svg.chart .diag { stroke: #f0ad4e; stroke-width: 1.5; stroke-dasharray: 4 3; }
+"""

@@ -1,0 +1,403 @@
+"""The Chinese text-line yardstick: our model(s) next to PP-OCRv4's recogniser on the same lines, in one run.
+
+    python scripts/zh_benchmark.py                                # weights zh, 500 lines per set, data/zh_bench/
+    python scripts/zh_benchmark.py --weights zh --weights runs/zh_lines/best.pt --num 500 --json
+    python scripts/zh_benchmark.py --num 20 --no-ppocr --work /tmp/zb # a quick look (sheet: /tmp/zb/contact_sheet.png)
+
+Three sets of 4-12 character lines (words, names, numbers, a little Latin), text from the tenth of the corpus words
+that training never draws (``crnn-synth --split heldout`` words, by frequency, without the uniformly drawn rare
+characters of training lines), built once with fixed seeds and cached under ``--work`` (PNG/JPEG files + ``gt.txt``,
+so ``crnn-eval --data WORK/heldout`` reads them too):
+
+- ``heldout``: the held-out CJK fonts (``--split heldout``) with the generator's usual damage (JPEG, blur, slight
+  rotation, gradient and noisy backgrounds, dark-on-light and light-on-dark) but no clutter (fragments of
+  neighbouring text at the edges would make the truth ambiguous);
+- ``seen``: the same text source and damage, drawn in the training fonts;
+- ``clean``: black on white, no effects, Noto Sans CJK SC Regular (a training font), rendered here with PIL;
+- ``long`` (only with ``--sets``): as ``clean`` but 24-40 characters, longer than any training line (up to 12),
+  to see whether reading a line at its own width (up to 4096 px, crnn/infer.py) holds up.
+
+Scores are crnn's metrics under the ``unicode`` protocol (NFKC, whitespace collapsed): CER and line accuracy.
+Speed is lines/s over all three sets on this machine, files read from disk by each tool, torch and onnxruntime
+limited to ``--threads`` (default 2): ours through ``Recognizer.predict_paths`` (its default: batches of up to 64
+lines of equal resized width); PP-OCRv4 through ``RapidOCR()(path, use_det=False, use_cls=False)`` (its default API
+call: one line per call). PP-OCRv4 comes from ``pip install rapidocr-onnxruntime`` (a dev-only tool, never a
+dependency of crnn); without it that column is skipped with one line. ``--sheet`` writes a contact sheet PNG of the
+first images of each set with the truth and every model's reading (green: right, red: wrong); every reading goes
+to WORK/readings.tsv.
+"""
+from __future__ import annotations
+
+import argparse
+import bisect
+import functools
+import io
+import itertools
+import json
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+SETS = ("heldout", "seen", "clean")  # the table's sets; "long" (--sets) adds clean lines of 24-40 characters
+ALL_SETS = (*SETS, "long")
+SET_TITLES = {"heldout": "held-out fonts", "seen": "training fonts", "clean": "clean, Noto Sans CJK",
+              "long": "long lines (24-40), clean"}
+CHARSET = "zh_gb2312"
+MIN_LEN, MAX_LEN = 4, 12
+LONG_LEN = (24, 40)  # lines 2-3x longer than any training line: does reading at the image's own width hold up?
+SEEDS = {"heldout": 2301, "seen": 2302, "clean": 2303, "long": 2304}
+VERSION = 1  # bump when the way a set is built changes (the cache is rebuilt)
+NOTO_CJK = "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"
+PPOCR = "PP-OCRv4 (rapidocr)"
+
+
+@dataclass
+class Column:
+    """One recogniser's readings of every set and the seconds it spent on them."""
+
+    name: str
+    readings: dict[str, list[str]] = field(default_factory=dict)
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0  # process CPU time (all threads): less sensitive than wall time to a busy machine
+    lines: int = 0
+    how: str = ""
+
+
+# ----------------------------------------------------------------------------- the sets
+def line_options():
+    """SynthOptions of the damaged sets: Chinese lines, the generator's usual effects, no clutter (see module doc)."""
+    from crnn.data.synth import SynthOptions
+
+    return SynthOptions(charset=CHARSET, max_len=MAX_LEN, text="lines", split="heldout", clutter=False)
+
+
+@functools.lru_cache(maxsize=1)
+def text_source() -> tuple:
+    """(held-out corpus words, punctuation, their cumulative weights, Latin words) for :func:`bench_text`."""
+    from crnn.data.lines import CJK_PUNCT_WEIGHTS, load_corpus
+    from crnn.data.words import load_words
+
+    corpus = load_corpus(CHARSET, None, "heldout")
+    if corpus is None:
+        raise RuntimeError("the Chinese word list needs jieba: pip install 'crnn[zh]'")
+    punct = tuple(CJK_PUNCT_WEIGHTS)
+    return corpus, punct, tuple(itertools.accumulate(CJK_PUNCT_WEIGHTS.values())), load_words(None)
+
+
+def number(rng: random.Random) -> str:
+    """A number as text writes it: a count, a year, a price, a share, a time."""
+    kind = rng.randrange(5)
+    if kind == 0:
+        return f"{rng.randint(1950, 2030)}年"
+    if kind == 1:
+        return f"{rng.randint(0, 999)}.{rng.randint(0, 99):02d}" + rng.choice(["", "元", "%"])
+    if kind == 2:
+        return f"{rng.randint(0, 23)}:{rng.randint(0, 59):02d}"
+    return str(rng.randint(0, 10 ** rng.randint(1, 5))) + rng.choice(["", "个", "人", "万", "次", "号"])
+
+
+def bench_text(rng: random.Random, n: int) -> str:
+    """A line of exactly ``n`` characters: held-out corpus words (by frequency; names among them), some punctuation,
+    numbers and a little Latin - and no uniformly drawn rare characters (unlike training lines)."""
+    corpus, punct, cum, latin = text_source()
+    out = ""
+    while len(out) < n:
+        r = rng.random()
+        if r < 0.07 and out and out[-1] not in punct:
+            out += punct[bisect.bisect_right(cum, rng.random() * cum[-1])]
+        elif r < 0.13:
+            out += number(rng)
+        elif r < 0.16:
+            word = rng.choice(latin)
+            out += word.capitalize() if rng.random() < 0.4 else word.upper() if rng.random() < 0.2 else word
+        else:
+            out += corpus.draw(rng)
+    return out[:n]
+
+
+def line_len(rng: random.Random) -> int:
+    """The length of the next line: 4..12, uniform."""
+    return rng.randint(MIN_LEN, MAX_LEN)
+
+
+def set_fonts(name: str) -> list[str]:
+    """The fonts a synthetic set draws from: held-out CJK faces for ``heldout``, the training faces for ``seen``."""
+    from crnn.data.fonts import find_fonts
+
+    return find_fonts(None, "heldout" if name == "heldout" else "train")
+
+
+def noto_sc(size: int):
+    """Noto Sans CJK SC Regular (the SC face of the collection), or a one-line error."""
+    from PIL import ImageFont
+
+    if not os.path.isfile(NOTO_CJK):
+        raise FileNotFoundError(f"{NOTO_CJK} is missing; apt-get install fonts-noto-cjk")
+    for index in range(10):
+        font = ImageFont.truetype(NOTO_CJK, size, index=index)
+        if font.getname()[0].endswith(" SC"):
+            return font
+    raise FileNotFoundError(f"{NOTO_CJK} has no SC face")
+
+
+def render_clean(text: str, size: int = 28):
+    """Black ``text`` on white, no effects, 4 px margins (height about 1.4 x size)."""
+    from PIL import Image, ImageDraw
+
+    font = noto_sc(size)
+    left, top, right, bottom = font.getbbox(text)
+    img = Image.new("L", (right - left + 8, bottom - top + 8), 255)
+    ImageDraw.Draw(img).text((4 - left, 4 - top), text, fill=0, font=font)
+    return img
+
+
+def sample(name: str, index: int, fonts: tuple[str, ...]) -> tuple[bytes, str, str]:
+    """Line ``index`` of set ``name``: (encoded image, file extension, label); the same in every run."""
+    from crnn.data.synth import encode_image, render_word, sample_rng
+    from crnn.data.words import text_label
+
+    rng = sample_rng(SEEDS[name], index)
+    for _ in range(20):
+        n = rng.randint(*LONG_LEN) if name == "long" else line_len(rng)
+        label = text_label(bench_text(rng, n), CHARSET)
+        if not label or len(label) < MIN_LEN:
+            continue
+        if name in ("clean", "long"):
+            buf = io.BytesIO()
+            render_clean(label).save(buf, format="PNG")
+            return buf.getvalue(), "png", label
+        try:
+            img = render_word(label, rng, list(fonts), line_options())
+        except ValueError:  # no font of the set draws every character: draw another line
+            continue
+        return encode_image(img, rng, line_options()), "jpg", label
+    raise RuntimeError(f"set {name}: cannot make line {index}")
+
+
+def build_set(name: str, work: Path, num: int) -> Path:
+    """``work/name/`` with ``num`` images and ``gt.txt``; reused when it was built the same way with >= num lines."""
+    folder = work / name
+    manifest = {"set": name, "num": num, "seed": SEEDS[name], "version": VERSION, "charset": CHARSET}
+    done = folder / "manifest.json"
+    if done.is_file():
+        cached = json.loads(done.read_text(encoding="utf-8"))
+        if cached.get("num", 0) >= num and {**cached, "num": num} == manifest:
+            return folder  # line i depends only on (set, seed, i): the first num lines are the set of num
+    (folder / "images").mkdir(parents=True, exist_ok=True)
+    fonts = tuple(set_fonts(name)) if name in ("heldout", "seen") else ()
+    lines = []
+    for i in range(num):
+        data, ext, label = sample(name, i, fonts)
+        rel = f"images/{i:05d}.{ext}"
+        (folder / rel).write_bytes(data)
+        lines.append(f"{rel}\t{label}\n")
+    (folder / "gt.txt").write_text("".join(lines), encoding="utf-8")
+    done.write_text(json.dumps(manifest), encoding="utf-8")
+    return folder
+
+
+def read_set(folder: Path, num: int | None = None) -> tuple[list[str], list[str]]:
+    """(image paths, labels) of the first ``num`` lines (None: all) of a built set."""
+    paths, labels = [], []
+    for ln in (folder / "gt.txt").read_text(encoding="utf-8").splitlines()[:num]:
+        rel, label = ln.split("\t", 1)
+        paths.append(str(folder / rel))
+        labels.append(label)
+    return paths, labels
+
+
+# ----------------------------------------------------------------------------- the readers
+def ours(weights: str, sets: dict[str, list[str]], threads: int) -> Column:
+    """Our model on every set: ``Recognizer.predict_paths`` (batches of <= 64 equal-width lines)."""
+    import torch
+
+    from crnn.infer import Recognizer
+
+    torch.set_num_threads(threads)
+    rec = Recognizer.from_checkpoint(weights, device="cpu")
+    list(rec.predict_paths(next(iter(sets.values()))[:8]))  # warm-up, not timed
+    col = Column(weights, how="predict_paths, batches of <= 64 lines of equal resized width")
+    for name, paths in sets.items():
+        t0, c0 = time.perf_counter(), time.process_time()
+        col.readings[name] = [p.text or "" for p in rec.predict_paths(paths)]
+        col.seconds += time.perf_counter() - t0
+        col.cpu_seconds += time.process_time() - c0
+        col.lines += len(paths)
+    return col
+
+
+def ppocr_engine(threads: int):
+    """RapidOCR's PP-OCRv4 pipeline (recognition is used alone), or None when rapidocr is not installed."""
+    try:
+        from rapidocr_onnxruntime import RapidOCR
+    except ImportError:
+        return None
+    kw = {"intra_op_num_threads": threads, "inter_op_num_threads": 1}
+    try:
+        return RapidOCR(**kw)
+    except TypeError:  # an older rapidocr without these keywords: its defaults
+        return RapidOCR()
+
+
+def ppocr(engine, sets: dict[str, list[str]]) -> Column:
+    """PP-OCRv4's recogniser on every set: one ``engine(path, use_det=False, use_cls=False)`` call per line."""
+    def read(path: str) -> str:
+        result, _ = engine(path, use_det=False, use_cls=False, use_rec=True)
+        return result[0][0] if result else ""
+
+    for p in next(iter(sets.values()))[:8]:  # warm-up, not timed
+        read(p)
+    col = Column(PPOCR, how="RapidOCR()(path, use_det=False, use_cls=False): one line per call")
+    for name, paths in sets.items():
+        t0, c0 = time.perf_counter(), time.process_time()
+        col.readings[name] = [read(p) for p in paths]
+        col.seconds += time.perf_counter() - t0
+        col.cpu_seconds += time.process_time() - c0
+        col.lines += len(paths)
+    return col
+
+
+# ----------------------------------------------------------------------------- scores and output
+def score(preds: list[str], labels: list[str]) -> dict[str, float]:
+    """CER and line accuracy under the unicode protocol (crnn's metrics)."""
+    from crnn.metrics import RecognitionMetrics
+
+    m = RecognitionMetrics(protocol="unicode")
+    m.update(preds, labels)
+    r = m.compute()
+    return {"cer": r["cer"], "line_acc": r["word_acc"], "samples": int(r["samples"])}
+
+
+def results(columns: list[Column], labels: dict[str, list[str]]) -> list[dict]:
+    """One row per recogniser: scores per set and lines/s."""
+    rows = []
+    for col in columns:
+        row = {"model": col.name, "how": col.how, "lines_per_s": col.lines / max(col.seconds, 1e-9),
+               "lines_per_cpu_s": col.lines / max(col.cpu_seconds, 1e-9)}
+        row.update({name: score(col.readings[name], labels[name]) for name in labels})
+        rows.append(row)
+    return rows
+
+
+def markdown(rows: list[dict], sets: list[str], num: int, threads: int) -> str:
+    """The results as a Markdown table (CER and line accuracy in %, per set; lines/s)."""
+    head = "| model | " + " | ".join(f"{SET_TITLES[s]}: CER / line acc" for s in sets) + " | lines/s |"
+    out = [head, "|" + " --- |" * (len(sets) + 2)]
+    for r in rows:
+        cells = [f"{100 * r[s]['cer']:.2f} % / {100 * r[s]['line_acc']:.1f} %" for s in sets]
+        out.append(f"| {r['model']} | " + " | ".join(cells) + f" | {r['lines_per_s']:.0f} |")
+    lengths = ", ".join(f"{s}: {'%d-%d' % LONG_LEN if s == 'long' else f'{MIN_LEN}-{MAX_LEN}'}" for s in sets)
+    out.append(f"\n{num} lines per set (characters per line: {lengths}; text: held-out corpus words), protocol unicode; "
+               f"speed over all sets, {threads} thread(s). " + "; ".join(f"{r['model']}: {r['how']}" for r in rows))
+    return "\n".join(out)
+
+
+def write_readings(paths: dict[str, list[str]], labels: dict[str, list[str]], columns: list[Column],
+                   out: Path) -> Path:
+    """Every line's truth and readings as TSV: set, path, truth, then one column per model (for error analysis)."""
+    rows = ["\t".join(["set", "path", "truth", *(c.name for c in columns)])]
+    for s in paths:
+        for i, path in enumerate(paths[s]):
+            rows.append("\t".join([s, path, labels[s][i], *(c.readings[s][i] for c in columns)]))
+    out.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return out
+
+
+def contact_sheet(paths: dict[str, list[str]], labels: dict[str, list[str]], columns: list[Column], per_set: int,
+                  out: Path) -> Path:
+    """One PNG: the first ``per_set`` images of each set, each with its truth and every model's reading."""
+    from PIL import Image, ImageDraw
+
+    font = noto_sc(16)
+    line_h, pad = 22, 6
+    entries = [(s, i) for s in paths for i in range(min(per_set, len(paths[s])))]
+    shown = [Image.open(paths[s][i]).convert("RGB") for s, i in entries]
+    shown = [im.resize((max(1, round(im.width * 48 / im.height)), 48)) for im in shown]
+    text_rows = 2 + len(columns)  # set + truth, then one per model
+    width = max(640, max(im.width for im in shown) + 2 * pad)
+    cell_h = 48 + text_rows * line_h + 2 * pad
+    sheet = Image.new("RGB", (width, cell_h * len(entries)), "white")
+    draw = ImageDraw.Draw(sheet)
+    for k, ((s, i), im) in enumerate(zip(entries, shown)):
+        y = k * cell_h + pad
+        draw.line([(0, k * cell_h), (width, k * cell_h)], fill=(180, 180, 180))
+        draw.text((pad, y), f"{SET_TITLES[s]} #{i}", fill=(90, 90, 90), font=font)
+        sheet.paste(im, (pad, y + line_h))
+        y += line_h + 48
+        draw.text((pad, y), f"truth: {labels[s][i]}", fill=(0, 0, 0), font=font)
+        for col in columns:
+            y += line_h
+            got = col.readings[s][i]
+            ok = score([got], [labels[s][i]])["line_acc"] == 1.0
+            draw.text((pad, y), f"{col.name}: {got}", fill=(0, 130, 0) if ok else (200, 0, 0), font=font)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    sheet.save(out)
+    return out
+
+
+# ----------------------------------------------------------------------------- main
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--weights", action="append", metavar="NAME_OR_PATH",
+                   help="our model: a shipped name (zh) or a checkpoint; repeat for several (default: zh)")
+    p.add_argument("--num", type=int, default=500, help="lines per set (default 500)")
+    p.add_argument("--work", default=str(REPO / "data" / "zh_bench"), help="where the sets are cached")
+    p.add_argument("--sets", default=",".join(SETS), help=f"comma-separated sets of {','.join(ALL_SETS)} "
+                   f"(default {','.join(SETS)})")
+    p.add_argument("--threads", type=int, default=2, help="torch / onnxruntime threads (default 2)")
+    p.add_argument("--no-ppocr", action="store_true", help="leave PP-OCRv4 out")
+    p.add_argument("--sheet", default=None, help="contact sheet PNG (default: WORK/contact_sheet.png)")
+    p.add_argument("--sheet-per-set", type=int, default=4, help="images per set on the contact sheet (default 4)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    sets = [s.strip() for s in args.sets.split(",") if s.strip()]
+    if not sets or any(s not in ALL_SETS for s in sets) or args.num < 1:
+        print(f"zh_benchmark: error: --sets takes {','.join(ALL_SETS)} and --num must be >= 1", file=sys.stderr)
+        return 2
+    work = Path(args.work)
+    paths, labels = {}, {}
+    for s in sets:
+        t0 = time.perf_counter()
+        paths[s], labels[s] = read_set(build_set(s, work, args.num), args.num)
+        print(f"set {s}: {len(paths[s])} lines in {work / s} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+    columns = []
+    for w in args.weights or ["zh"]:
+        try:
+            columns.append(ours(w, paths, args.threads))
+        except (OSError, ValueError) as e:  # a missing shipped model, a bad checkpoint: skip this column
+            print(f"zh_benchmark: skipped {w}: {' '.join(str(e).split())}", file=sys.stderr)
+    if not args.no_ppocr:
+        engine = ppocr_engine(args.threads)
+        if engine is None:
+            print("zh_benchmark: skipped PP-OCRv4: rapidocr_onnxruntime is not installed "
+                  "(pip install rapidocr-onnxruntime)", file=sys.stderr)
+        else:
+            columns.append(ppocr(engine, paths))
+    if columns:
+        sheet = contact_sheet(paths, labels, columns, args.sheet_per_set,
+                              Path(args.sheet) if args.sheet else work / "contact_sheet.png")
+        print(f"contact sheet: {sheet}", file=sys.stderr)
+    if columns:
+        print(f"readings: {write_readings(paths, labels, columns, work / 'readings.tsv')}", file=sys.stderr)
+    rows = results(columns, labels)
+    if args.json:
+        print(json.dumps({"num": args.num, "threads": args.threads, "protocol": "unicode",
+                          "load_avg_1min": os.getloadavg()[0], "rows": rows},
+                         ensure_ascii=False, indent=1))
+    else:
+        print(markdown(rows, sets, args.num, args.threads))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

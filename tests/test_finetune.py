@@ -1,0 +1,228 @@
+"""Fine-tuning: output rows matched by character when the alphabet changes (every variant, converted peers), rehearsal
+data mixed into batches, and the base domain scored before and after (log, summary)."""
+from __future__ import annotations
+
+import io
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn as nn
+
+from crnn.charset import Charset
+from crnn.cli.convert_ckpt import main as convert_main
+from crnn.config import Config, load_config
+from crnn.engine.alphabet_change import adapt_head, fit_alphabet, output_layer_keys
+from crnn.engine.checkpoint import (Checkpoint, CheckpointError, load_checkpoint, model_checkpoint,
+                                    save_checkpoint)
+from crnn.engine.finetune import forgetting_report, training_sources
+from crnn.model import build_model
+from tests.conftest import make_lmdb, random_words
+from tests.peers import ClovaModel, MeijieruCRNN
+
+OLD = Charset("abc123")
+NEW = Charset("c1xyzab")  # reordered, 'x', 'y', 'z' new, '2' and '3' dropped
+
+
+def _logits(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return model.eval()(x)  # (B, T, K)
+
+
+def _head_input(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """What the output layer sees (found by output_layer_keys, as adapt_head finds it)."""
+    name = output_layer_keys(model)[0].rsplit(".", 1)[0]
+    seen = []
+    handle = model.get_submodule(name).register_forward_hook(lambda m, inp, out: seen.append(inp[0]))
+    _logits(model, x)
+    handle.remove()
+    return seen[0]  # (B, T, F)
+
+
+def _check_shared_rows(old_model, new_model, old: Charset, new: Charset, x: torch.Tensor) -> None:
+    """Blank and every shared character: the same logits at their own rows. Exact: the output layer sees the same
+    features and the rows are bit-identical, so each shared logit is computed from identical numbers; the full
+    matrix products differ only in summation order (BLAS blocks by the number of rows), hence 1e-5 there."""
+    h_old, h_new = _head_input(old_model, x), _head_input(new_model, x)
+    assert torch.equal(h_old, h_new)
+    w_key, b_key = output_layer_keys(new_model)
+    so, sn = old_model.state_dict(), new_model.state_dict()
+    a, b = _logits(old_model, x), _logits(new_model, x)
+    assert b.shape[-1] == new.num_classes
+    for c in ["", *(set(old.chars) & set(new.chars))]:
+        i, j = (old.index[c], new.index[c]) if c else (0, 0)  # "" = the blank, row 0
+        assert torch.equal(so[w_key][i], sn[w_key][j]) and torch.equal(so[b_key][i], sn[b_key][j]), c
+        assert torch.equal(h_old @ so[w_key][i] + so[b_key][i], h_new @ sn[w_key][j] + sn[b_key][j])
+        torch.testing.assert_close(a[..., i], b[..., j], rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", ["vgg_small", "vgg", "resnet18", "vgg_clova"])
+def test_shared_characters_keep_their_logits_in_every_variant(variant):
+    torch.manual_seed(0)
+    old_model = build_model(variant, 1, OLD.num_classes, 16)
+    new_model = build_model(variant, 1, NEW.num_classes, 16)
+    state, change = adapt_head(old_model.state_dict(), OLD, NEW, new_model)
+    new_model.load_state_dict(state, strict=True)
+    _check_shared_rows(old_model, new_model, OLD, NEW, torch.rand(2, 1, 32, 40) * 2 - 1)
+    assert (sorted(change.kept), change.new, change.dropped) == (["1", "a", "b", "c"], ["x", "y", "z"], ["2", "3"])
+    assert change.reordered and not change.unchanged
+    assert change.describe().startswith("alphabet change: 4 kept (moved to their new rows), 3 new ('xyz'), 2 dropped")
+    w_key, b_key = output_layer_keys(new_model)
+    fresh = [NEW.index[c] for c in "xyz"]
+    assert state[w_key].shape[0] == NEW.num_classes and state[b_key].shape == (NEW.num_classes,)
+    assert all(state[w_key][j].abs().max() <= 1 / state[w_key].shape[1] ** 0.5 for j in fresh)  # nn.Linear's range
+    assert not any(torch.equal(state[w_key][j], state[w_key][k]) for j in fresh for k in fresh if j < k)
+
+
+def test_unchanged_alphabet_is_a_no_op():
+    model = build_model("vgg_small", 1, OLD.num_classes, 16)
+    sd = model.state_dict()
+    state, change = adapt_head(sd, OLD, Charset("abc123", lowercase=False), model)
+    assert state is sd and change.unchanged
+
+
+def test_upper_case_starts_from_the_lower_case_row_of_a_case_folding_base():
+    old, new = Charset.from_spec("alnum36"), Charset("0123456789abcdefghijklmnopqrstuvwxyzAB$€")
+    assert old.lowercase and not new.lowercase
+    torch.manual_seed(1)
+    old_model, new_model = build_model("vgg_small", 1, old.num_classes, 16), build_model("vgg_small", 1, 41, 16)
+    state, change = adapt_head(old_model.state_dict(), old, new, new_model)
+    new_model.load_state_dict(state)
+    x = torch.rand(1, 1, 32, 48) * 2 - 1
+    _check_shared_rows(old_model, new_model, old, new, x)
+    a, b = _logits(old_model, x), _logits(new_model, x)
+    torch.testing.assert_close(b[..., new.index["A"]], a[..., old.index["a"]], rtol=0, atol=1e-5)  # 'A' was 'a'
+    assert (len(change.kept), change.folded, change.new, change.dropped) == (36, ["A", "B"], ["$", "€"], [])
+    assert "36 kept, 2 upper-case letters start from their lower-case rows" in change.describe()
+    # a case-sensitive base has no such fold: 'A' would be new
+    _, strict = adapt_head(build_model("vgg_small", 1, 4, 16).state_dict(), Charset("abC"), Charset("aA"),
+                           build_model("vgg_small", 1, 3, 16))
+    assert strict.new == ["A"] and strict.dropped == ["b", "C"]
+
+
+def test_fp16_weights_stay_fp16_and_exact():
+    model = build_model("vgg_small", 1, OLD.num_classes, 16)
+    sd = {k: v.half() if v.is_floating_point() else v for k, v in model.state_dict().items()}
+    state, _ = adapt_head(sd, OLD, NEW, build_model("vgg_small", 1, NEW.num_classes, 16))
+    w = output_layer_keys(model)[0]
+    assert state[w].dtype == torch.float16
+    assert torch.equal(state[w][NEW.index["a"]], sd[w][OLD.index["a"]])
+
+
+def test_a_bare_state_dict_of_another_alphabet_says_how_to_convert_it():
+    model = build_model("vgg_small", 1, NEW.num_classes, 16)
+    bare = Checkpoint(path="their.pth", model_state=build_model("vgg_small", 1, 11, 16).state_dict())
+    with pytest.raises(CheckpointError, match=r"crnn-convert-ckpt their.pth OUT --from SOURCE --charset"):
+        fit_alphabet(bare, NEW, model)
+    same = Checkpoint(path="their.pth", model_state=model.state_dict())
+    state, change, base = fit_alphabet(same, NEW, model)  # as many classes: loads as it always did
+    assert state is same.model_state and change is None and base is None
+
+
+def _convert(args: list[str]) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        assert convert_main(args) == 0, err.getvalue()
+
+
+@pytest.mark.parametrize("peer", ["meijieru", "clovaai"])
+def test_converted_peer_checkpoints_take_a_new_alphabet(tmp_path, peer):
+    """crnn-convert-ckpt --from PEER gives a checkpoint with a charset (alnum36 for 37 classes): it remaps like ours."""
+    torch.manual_seed(3)
+    net = MeijieruCRNN(1, 37, 256) if peer == "meijieru" else ClovaModel(1, 37)
+    theirs, ours = tmp_path / "theirs.pth", tmp_path / "ours.pt"
+    torch.save(net.state_dict(), theirs)
+    _convert([str(theirs), str(ours), "--from", peer])
+    ck = load_checkpoint(ours)
+    base = Charset.from_dict(ck.charset)
+    variant = "vgg" if peer == "meijieru" else "vgg_clova"
+    old_model = build_model(variant, 1, base.num_classes)
+    old_model.load_state_dict(ck.model_state)
+    new = Charset("0123456789abcdefghijklmnopqrstuvwxyzXYZ-#")
+    new_model = build_model(variant, 1, new.num_classes)
+    state, change, got = fit_alphabet(ck, new, new_model)
+    new_model.load_state_dict(state, strict=True)
+    assert got == base and len(change.kept) == 36 and change.folded == ["X", "Y", "Z"] and change.new == ["-", "#"]
+    _check_shared_rows(old_model, new_model, base, new, torch.rand(1, 1, 32, 48) * 2 - 1)
+
+
+def test_rehearsal_share_of_each_batch():
+    cfg = load_config(None, ["data.train=[{path: a, ratio: 3}, {path: b, ratio: 1}]", "data.rehearsal=r",
+                             "data.rehearsal_ratio=0.4"])
+    assert training_sources(cfg) == [{"path": "a", "ratio": pytest.approx(0.45)},
+                                     {"path": "b", "ratio": pytest.approx(0.15)}, {"path": "r", "ratio": 0.4}]
+    plain = load_config(None, ["data.train=crops/", "data.val=val/"])  # one dataset as a plain path
+    assert training_sources(plain) == [{"path": "crops/"}] and plain.data.val == ["val/"]
+    with pytest.raises(ValueError, match="data.rehearsal_ratio"):
+        load_config(None, ["data.rehearsal_ratio=1.5"])
+
+
+def test_forgetting_report_lines():
+    before = {"b": {"word_acc": 0.634}, "v": {"word_acc": 0.0}}
+    after = {"b": {"word_acc": 0.62}, "v": {"word_acc": 0.95}}
+    assert forgetting_report(before, after, ["b"], ["v"]) == [
+        "base b: 63.4 % -> 62.0 % (-1.4 points)", "your data v: 0.0 % -> 95.0 % (+95.0 points)"]
+
+
+def test_train_from_another_alphabet_with_rehearsal_reports_before_and_after(tmp_path, words_lmdb, capsys):
+    """crnn.train from alnum36 weights to a cased alphabet with '-': rows remapped (logged), rehearsal mixed in,
+    data.val and train.base_val scored at step 0 and at the end; the summary carries both."""
+    import crnn
+
+    base_cs = Charset.from_spec("alnum36")
+    torch.manual_seed(0)
+    base_model = build_model("vgg_small", 1, base_cs.num_classes, 16)
+    init = tmp_path / "base.pt"
+    save_checkpoint(model_checkpoint(base_model, Config(), base_cs), init)
+    codes = make_lmdb(tmp_path / "codes.lmdb", [w.upper() + "-" + w[:2] for w in random_words(24, seed=5)])
+    codes_val = make_lmdb(tmp_path / "codes_val.lmdb", [w.upper() + "-7" for w in random_words(8, seed=6)])
+    base_val = make_lmdb(tmp_path / "base_val.lmdb", random_words(8, seed=7))
+    charset = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-"
+    run = crnn.train("configs/finetune.yaml", [
+            f"model.charset={charset}", f"data.train={codes}", f"data.val={codes_val}", f"train.init_weights={init}",
+        "model.hidden=16", f"data.rehearsal={words_lmdb}", "data.rehearsal_num=0", "data.rehearsal_ratio=0.5",
+        f"train.base_val={base_val}", "train.base_val_num=0", "data.batch_size=8", "data.num_workers=0",
+        "train.steps=2", "train.warmup_steps=0", "train.amp=off", "train.val_every=0", "train.tensorboard=false",
+        "train.freeze_cnn_steps=-1", f"train.output_dir={tmp_path / 'run'}"])
+    text = capsys.readouterr().err
+    assert "alphabet change: 36 kept, 26 upper-case letters start from their lower-case rows" in text
+    assert "1 new ('-'), 0 dropped" in text
+    assert "train data: 88 samples from 2 source(s)" in text  # the user's crops and the rehearsal set
+    assert f"base {base_val} @ 0:" in text and f"base {base_val} @ 2:" in text
+    assert f"before -> after: base {base_val}:" in text and f"before -> after: your data {codes_val}:" in text
+    assert set(run.before) == {str(codes_val), str(base_val)} and set(run.base_metrics) == {str(base_val)}
+    assert run.base_metrics[str(base_val)]["samples"] == 8 and 0 <= run.before[str(base_val)]["word_acc"] <= 1
+    ck = torch.load(run.last, weights_only=True)
+    assert ck["charset"]["chars"] == charset and ck["num_classes"] == len(charset) + 1
+    assert ck["state"]["before"][str(base_val)]["samples"] == 8  # a resumed run still knows its starting point
+    start = base_model.state_dict()
+    cnn_keys = [k for k in start if k.startswith("cnn.") and not k.endswith("num_batches_tracked")]
+    assert any(k.endswith("running_mean") for k in cnn_keys)  # vgg_small has BatchNorm: its statistics are checked
+    assert all(torch.equal(ck["model"][k], start[k]) for k in cnn_keys)  # frozen: weights and BN statistics
+    assert not torch.equal(ck["model"]["rnn2.weight_ih_l0"], start["rnn2.weight_ih_l0"])  # trained
+    assert "step 0: CNN frozen (train.freeze_cnn_steps)" in text
+
+
+def test_freeze_then_unfreeze_and_ddp_refuses_unfreezing():
+    from crnn.engine.finetune import check_freeze, cnn_frozen, set_cnn_frozen
+    from crnn.engine.runtime import TrainingError
+
+    cfg = load_config(None, ["train.freeze_cnn_steps=3"])
+    assert [cnn_frozen(cfg, s) for s in (0, 2, 3, 10)] == [True, True, False, False]
+    assert cnn_frozen(load_config(None, ["train.freeze_cnn_steps=-1"]), 10 ** 6)
+    model = build_model("vgg_small", 1, 5, 16)
+    set_cnn_frozen(model, True, 0, main=False)
+    assert not any(p.requires_grad for p in model.cnn.parameters()) and model.head.weight.requires_grad
+    bns = [m for m in model.cnn.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    assert bns and all(m.momentum == 0.0 for m in bns)  # frozen BN statistics
+    stats = [m.running_mean.clone() for m in bns]
+    model.train()(torch.rand(2, 1, 32, 64))
+    assert all(torch.equal(m.running_mean, s) for m, s in zip(bns, stats))
+    set_cnn_frozen(model, False, 3, main=False)
+    assert all(p.requires_grad for p in model.parameters()) and all(m.momentum == 0.1 for m in bns)
+    model(torch.rand(2, 1, 32, 64))
+    assert not torch.equal(bns[0].running_mean, stats[0])  # they follow the data again
+    with pytest.raises(TrainingError, match="not possible under DDP"):
+        check_freeze(cfg, "ddp")
+    check_freeze(load_config(None, ["train.freeze_cnn_steps=-1"]), "ddp")  # frozen throughout: fine

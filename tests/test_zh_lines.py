@@ -1,0 +1,277 @@
+"""The Chinese line model's product side: weights by name, lines of any width, the zh benchmark's pieces.
+
+The shipped file (weights/crnn_zh_lines.pt) is stood in for by a tiny zh_gb2312 keep-ratio model made here.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from PIL import Image, ImageDraw, ImageFont
+
+import crnn
+import crnn.infer as infer
+from crnn.charset import Charset
+from crnn.config import Config
+from crnn.engine.checkpoint import model_checkpoint, save_checkpoint
+from crnn.infer import INFER_MAX_WIDTH, InferenceError, Recognizer, SqueezeWarning, resolve_weights
+from crnn.model import build_model
+
+REPO = Path(__file__).resolve().parent.parent
+NOTO_CJK = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
+SMALL_MAX_WIDTH = 64  # the stand-in's training cap: 16 time steps, far fewer than a 40-character line needs
+
+
+def zh_config() -> Config:
+    """The shipped recipe's geometry (vgg_small, zh_gb2312, keep-ratio, height 32), hidden 16, max_width 64."""
+    cfg = Config()
+    cfg.model.variant, cfg.model.charset, cfg.model.hidden = "vgg_small", "zh_gb2312", 16
+    cfg.data.height, cfg.data.keep_ratio, cfg.data.width, cfg.data.max_width = 32, True, 48, SMALL_MAX_WIDTH
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def zh_folder(tmp_path_factory) -> Path:
+    """A weights folder holding a stand-in crnn_zh_lines.pt (fp16 weights-only, like the shipped files)."""
+    folder = tmp_path_factory.mktemp("weights")
+    cfg, cs = zh_config(), Charset.from_spec("zh_gb2312")
+    torch.manual_seed(0)
+    model = build_model(cfg.model.variant, cfg.model.in_channels, cs.num_classes, cfg.model.hidden).eval()
+    model.half()
+    save_checkpoint(model_checkpoint(model, cfg, cs), folder / infer.WEIGHTS_BY_NAME["zh"])
+    return folder
+
+
+@pytest.fixture
+def shipped_zh(zh_folder, monkeypatch) -> Path:
+    """Make ``zh`` name the stand-in (the package's weights/ folder is replaced by ``zh_folder``)."""
+    monkeypatch.setattr(infer, "weights_folder", lambda: zh_folder)
+    return zh_folder / infer.WEIGHTS_BY_NAME["zh"]
+
+
+def line_image(n: int, height: int = 32) -> Image.Image:
+    """A line of ``n`` square glyph cells (n x height wide): the shape of an n-character Chinese line."""
+    img = Image.new("RGB", (n * height, height), "white")
+    draw = ImageDraw.Draw(img)
+    for i in range(n):
+        draw.rectangle([i * height + 4, 4, (i + 1) * height - 4, height - 4], outline="black", width=2)
+    return img
+
+
+# ---------------------------------------------------------------------------------------------- weights by name
+def test_names_resolve_to_the_weights_folder(shipped_zh, tmp_path):
+    assert resolve_weights("zh") == shipped_zh
+    assert resolve_weights(None) == infer.default_weights()
+    with pytest.raises(InferenceError) as e:
+        resolve_weights("zh", folder=tmp_path)  # a folder without the file
+    msg = str(e.value)
+    assert "\n" not in msg and str(tmp_path / "crnn_zh_lines.pt") in msg and "--weights PATH" in msg
+    assert resolve_weights("runs/x/best.pt") == Path("runs/x/best.pt")  # not a name: a path, reported when loaded
+
+
+def test_en_names_the_default_model():
+    assert resolve_weights("en") == infer.weights_folder() / "crnn_vgg_small.pt" == infer.default_weights()
+
+
+def test_a_path_that_exists_wins_over_a_name(shipped_zh, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("zh").write_bytes(b"")
+    assert resolve_weights("zh") == Path("zh")
+
+
+def test_crnn_predict_eval_and_export_take_the_name(shipped_zh, tmp_path, capsys):
+    from crnn.cli.evaluate import main as eval_main
+    from crnn.cli.export import main as export_main
+    from crnn.cli.predict import main as predict_main
+
+    line_image(6).save(tmp_path / "line.png")
+    (tmp_path / "gt.txt").write_text("line.png\t中文行测试\n", encoding="utf-8")
+    assert predict_main(["--weights", "zh", "--format", "json", str(tmp_path / "line.png")]) == 0
+    assert json.loads(capsys.readouterr().out)["path"] == str(tmp_path / "line.png")
+    assert eval_main(["--weights", "zh", "--data", str(tmp_path), "--json", "--protocol", "unicode"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["weights"] == str(shipped_zh) and summary["num_classes"] == 6895
+    assert export_main(["--weights", "zh", "--format", "torchscript", "--out", str(tmp_path / "zh.ts")]) == 0
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_a_missing_named_model_is_one_line_everywhere(tmp_path, monkeypatch, capsys):
+    from crnn.cli.evaluate import main as eval_main
+    from crnn.cli.export import main as export_main
+    from crnn.cli.predict import main as predict_main
+
+    monkeypatch.setattr(infer, "weights_folder", lambda: tmp_path)
+    line_image(3).save(tmp_path / "line.png")
+    for main, argv in [(predict_main, [str(tmp_path / "line.png")]), (eval_main, ["--data", str(tmp_path)]),
+                       (export_main, ["--format", "onnx", "--out", str(tmp_path / "x.onnx")])]:
+        assert main(["--weights", "zh", *argv]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and "crnn_zh_lines.pt, which is not there" in err, err
+        assert "no Chinese model ships in this release" in err and "configs/shipped_zh.yaml" in err
+    with pytest.raises(InferenceError, match="crnn_zh_lines.pt"):
+        crnn.Recognizer("zh")
+
+
+def test_python_api_reads_with_the_name(shipped_zh):
+    reader = crnn.Recognizer("zh", device="cpu")
+    assert reader.weights == shipped_zh
+    assert isinstance(reader.read(line_image(5)).text, str)
+    assert Recognizer.from_checkpoint("zh", device="cpu").charset.num_classes == 6895
+
+
+# ---------------------------------------------------------------------------------------------- lines of any width
+def test_a_40_character_line_keeps_enough_time_steps(shipped_zh):
+    rec = Recognizer.from_checkpoint("zh", device="cpu")
+    assert rec.config.data.keep_ratio and rec.config.data.max_width == SMALL_MAX_WIDTH
+    img = line_image(40)  # 1280 x 32: 20 times the training cap
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SqueezeWarning)
+        x = rec.preprocess(img)  # (C, H, W)
+    assert x.shape[-2:] == (32, 1280)
+    with torch.inference_mode():
+        logits = rec.model(x[None].to(rec.device, next(rec.model.parameters()).dtype))  # (1, T, K)
+    assert logits.shape[1] == rec.model.output_length(1280) >= 2 * 40 - 1  # room for 40 characters and blanks
+    # the old behaviour, the training cap, would have left 16 steps: fewer than the characters
+    assert rec.model.output_length(SMALL_MAX_WIDTH) < 40
+    # the same line at another size keeps its ratio
+    assert rec.preprocess(img.resize((640, 16))).shape[-1] == 1280
+
+
+def test_a_line_beyond_the_cap_is_squeezed_with_one_warning(shipped_zh):
+    ckpt = infer.load_checkpoint(shipped_zh)
+    rec = Recognizer.from_checkpoint(ckpt, device="cpu", max_width=256)
+    with pytest.warns(SqueezeWarning, match=r"1280x32 line is 1280 px wide .* squeezed to 256 px") as rec_w:
+        x = rec.preprocess(line_image(40), "long.png")
+    assert x.shape[-1] == 256 and len(rec_w) == 1 and str(rec_w[0].message).startswith("long.png: ")
+    assert Recognizer.from_checkpoint(ckpt, device="cpu").transform.max_width == INFER_MAX_WIDTH
+
+
+def test_crnn_predict_prints_a_squeezed_line_as_one_warning_line(shipped_zh, tmp_path, capsys):
+    from crnn.cli.predict import main as predict_main
+
+    Image.new("L", (2600, 16), 255).save(tmp_path / "wide.png")  # 5200 px at height 32: beyond the cap
+    line_image(4).save(tmp_path / "short.png")
+    assert predict_main(["--weights", "zh", str(tmp_path / "wide.png"), str(tmp_path / "short.png")]) == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 2
+    assert err.splitlines() == [f"crnn-predict: warning: {tmp_path / 'wide.png'}: 2600x16 line is 5200 px wide at "
+                                f"height 32, squeezed to {INFER_MAX_WIDTH} px ({INFER_MAX_WIDTH // 4} time steps for "
+                                f"~1300); cut it into shorter lines"]
+
+
+def test_fixed_width_models_ignore_the_inference_cap(tmp_path):
+    cfg = zh_config()
+    cfg.data.keep_ratio, cfg.model.charset = False, "digits"
+    cs = Charset.from_spec("digits")
+    model = build_model(cfg.model.variant, 1, cs.num_classes, 16)
+    rec = Recognizer(model, cs, cfg, "cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SqueezeWarning)
+        assert rec.preprocess(line_image(40)).shape[-1] == cfg.data.width
+
+
+def test_export_verifies_a_long_line_and_stores_the_inference_cap(shipped_zh, tmp_path):
+    from crnn.engine.checkpoint import build_from_checkpoint, load_checkpoint
+    from crnn.export import export_model
+
+    model, cs, cfg = build_from_checkpoint(load_checkpoint(shipped_zh), "cpu")
+    report = export_model(model, cs, cfg, tmp_path / "zh.ts", "torchscript")
+    assert (1, 1, 32, 4 * SMALL_MAX_WIDTH) in report.shapes  # dynamic width checked beyond the training cap
+    extra = {"crnn.json": ""}
+    torch.jit.load(str(tmp_path / "zh.ts"), _extra_files=extra)
+    meta = json.loads(extra["crnn.json"])
+    assert meta["keep_ratio"] and meta["max_width"] == INFER_MAX_WIDTH and meta["train_max_width"] == SMALL_MAX_WIDTH
+
+
+# ---------------------------------------------------------------------------------------------- the benchmark
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("zh_benchmark", REPO / "scripts" / "zh_benchmark.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["zh_benchmark"] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    yield mod
+    sys.modules.pop("zh_benchmark", None)
+
+
+def test_benchmark_text_is_held_out_lines_of_4_to_12_characters(bench):
+    pytest.importorskip("jieba")
+    from crnn.data.lines import word_split
+
+    chars = set(Charset.from_spec("zh_gb2312").chars)
+    corpus = bench.text_source()[0]
+    assert all(word_split(w) == "heldout" for w in corpus.words[:2000])
+    for n in (4, 7, 12):
+        rng_a, rng_b = random.Random(n), random.Random(n)
+        text = bench.bench_text(rng_a, n)
+        assert len(text) == n and set(text) <= chars and text == bench.bench_text(rng_b, n)
+    assert {bench.line_len(random.Random(i)) for i in range(200)} == set(range(4, 13))
+    opts = bench.line_options()
+    assert opts.split == "heldout" and opts.clutter is False and opts.charset == "zh_gb2312"
+
+
+def test_benchmark_scores_under_the_unicode_protocol(bench):
+    s = bench.score(["中文，ab", "x"], ["中文,ab", "y"])  # full-width comma = comma under NFKC
+    assert s["line_acc"] == 0.5 and s["cer"] == pytest.approx(1 / 6) and s["samples"] == 2
+    col = bench.Column("m", {"clean": ["中文"]}, seconds=0.5, lines=1, how="h")
+    rows = bench.results([col], {"clean": ["中文"]})
+    assert rows[0]["lines_per_s"] == 2 and rows[0]["clean"]["cer"] == 0
+    table = bench.markdown(rows, ["clean"], 1, 2)
+    assert table.splitlines()[2] == "| m | 0.00 % / 100.0 % | 2 |"
+
+
+@pytest.mark.skipif(not NOTO_CJK.is_file(), reason="needs fonts-noto-cjk")
+def test_benchmark_builds_the_clean_set_once_and_runs_our_column(bench, shipped_zh, tmp_path, monkeypatch, capsys):
+    pytest.importorskip("jieba")
+    monkeypatch.setattr(bench, "ppocr_engine", lambda threads: None)  # as without rapidocr
+    argv = ["--weights", "zh", "--sets", "clean", "--num", "3", "--work", str(tmp_path), "--json", "--threads", "1"]
+    assert bench.main(argv) == 0
+    out, err = capsys.readouterr()
+    rows = json.loads(out)["rows"]
+    assert [r["model"] for r in rows] == ["zh"] and rows[0]["clean"]["samples"] == 3
+    assert "skipped PP-OCRv4: rapidocr_onnxruntime is not installed" in err
+    gt = (tmp_path / "clean" / "gt.txt").read_text(encoding="utf-8").splitlines()
+    assert len(gt) == 3 and all(4 <= len(ln.split("\t")[1]) <= 12 for ln in gt)
+    img = Image.open(tmp_path / "clean" / gt[0].split("\t")[0])
+    assert img.mode == "L" and img.getextrema() == (0, 255)  # black on white, nothing else
+    sheet = Image.open(tmp_path / "contact_sheet.png")
+    assert sheet.height > 3 * 48
+    readings = (tmp_path / "readings.tsv").read_text(encoding="utf-8").splitlines()
+    assert readings[0] == "set\tpath\ttruth\tzh" and len(readings) == 4
+    first = (tmp_path / "clean" / "images" / "00000.png").stat().st_mtime_ns
+    assert bench.main([a if a != "3" else "2" for a in argv]) == 0  # cached with 3 >= 2 lines: not rebuilt
+    assert (tmp_path / "clean" / "images" / "00000.png").stat().st_mtime_ns == first
+    assert json.loads(capsys.readouterr().out)["rows"][0]["clean"]["samples"] == 2
+    assert bench.main(["--weights", "nope.pt", "--sets", "clean", "--num", "3", "--work", str(tmp_path)]) == 0
+    assert "skipped nope.pt" in capsys.readouterr().err
+
+
+def test_clean_renderer_uses_the_sc_face(bench):
+    if not NOTO_CJK.is_file():
+        pytest.skip("needs fonts-noto-cjk")
+    font = bench.noto_sc(20)
+    assert isinstance(font, ImageFont.FreeTypeFont) and font.getname() == ("Noto Sans CJK SC", "Regular")
+
+
+def test_long_set_lines_are_24_to_40_characters(bench):
+    pytest.importorskip("jieba")
+    if not NOTO_CJK.is_file():
+        pytest.skip("needs fonts-noto-cjk")
+    lengths = [len(bench.sample("long", i, ())[2]) for i in range(3)]
+    assert all(24 <= n <= 40 for n in lengths)
+
+
+def test_readme_and_model_card_hold_the_zh_sections_and_table_markers():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Non-Latin scripts and text lines\n", 1)[1].split("\n## ", 1)[0]
+    assert "### Reading Chinese lines" in section and "<!-- zh-table -->" in section
+    assert "crnn-predict --weights zh weights/samples/zh_line.png" in section
+    card = (REPO / "weights" / "README.md").read_text(encoding="utf-8")
+    assert "## Chinese text lines" in card and "<!-- zh-table -->" in card
+    assert Image.open(REPO / "weights" / "samples" / "zh_line.png").height >= 32
