@@ -362,7 +362,12 @@ def _run(args: argparse.Namespace) -> None:
         save_checkpoint(weights_only_checkpoint(obj, half=args.half) if args.half else obj, dst)
         print(f"wrote {dst} ({_size(dst)})")
         return
+    det = detect(ckpt.model_state, ckpt.container) if ckpt.container != "crnn" else None
+    if det is not None and det.problem:  # e.g. EasyOCR's detector: no key layout of it is of use to crnn
+        raise ForeignFormatError(foreign_hint(ckpt.model_state, ckpt.container, str(src)))
     print(f"{src} has {describe_prefix(ckpt.source_prefix)}, writing {describe_prefix(TARGET_PREFIX[args.to])}")
+    if det is not None:
+        print(f"note: {foreign_hint(ckpt.model_state, ckpt.container, str(src))} (this run only rewrites the keys)")
     if args.half and not args.weights_only:
         print("--half implies --weights-only: dropping the training state")
     dropped = [k for k in TRAINING_STATE_KEYS if k in ckpt.raw] if (args.weights_only or args.half) else []
