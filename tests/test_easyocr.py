@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import io
-import json
 import math
 import uuid
 from contextlib import redirect_stderr, redirect_stdout
