@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
                                    for i in range(len(rows)) if ours[i] != easy_single[i]][:10]
     out["disagreements_default"] = [(str(rows[i][0].name), ours[i], easy_default[i])
                                     for i in range(len(rows)) if ours[i] != easy_default[i]][:10]
-    print(f"command: {' '.join(command[:2])} english_g2.pth OUT --from easyocr (easyocr {out['easyocr']})")
+    print(f"command: {command[0]} english_g2.pth OUT --from easyocr (easyocr {out['easyocr']})")
     print(f"logits, same tensors: max |crnn - EasyOCR Model| = {out['logits_max_abs_diff']:.2e}")
     print(f"input tensors, {len(rows)} {args.data} crops: max |crnn - EasyOCR| = {out['input_max_abs_diff']:.2e}, "
           f"{out['input_shape_mismatches']} shape mismatches; OpenCV resize emulation: "
