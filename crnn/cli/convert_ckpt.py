@@ -240,6 +240,9 @@ def import_foreign(ckpt: Checkpoint, args: argparse.Namespace) -> dict:
         print("note: EasyOCR's recognize() re-reads crops below contrast_ths (0.1) with raised contrast; crnn reads "
               "each crop once (its first pass)")
     print(f"to fine-tune: crnn-train ... train.init_weights=OUT {' '.join(finetune_overrides(cfg))}")
+    if args.source == "easyocr":
+        print("  (ALPHABET: an alphabet file, e.g. python -c \"import torch; print(torch.load('OUT', weights_only=True)"
+              "['charset']['chars'])\" > chars.txt; data.max_width=400 trains faster)")
     origin = {"source": args.source, "file": Path(ckpt.path).name, **{k: v for k, v in extra.items() if v}}
     # e.g. {"source": "easyocr", "file": "english_g2.pth", "easyocr_model": "english_g2", "lang_list": ["en"], ...}
     return model_checkpoint(model, cfg, charset, converted_from=origin)
