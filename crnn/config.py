@@ -20,7 +20,7 @@ class ConfigError(ValueError):
 class ModelConfig:
     """Network shape and alphabet."""
 
-    variant: str = "vgg_small"  # vgg | vgg_small | resnet18 | vgg_clova (clovaai's VGG, T = W/4 - 1)
+    variant: str = "vgg_small"  # vgg | vgg_small | resnet18 | vgg_clova (clovaai's VGG, T = W/4 - 1) | vgg_easyocr
     in_channels: int = 1  # 1 = grayscale, 3 = RGB
     hidden: int = 0  # LSTM hidden size; 0 = the variant's default
     batch_norm: bool = True  # false: a BN-free network (batch-size independent; used by equivalence tests)
@@ -45,6 +45,8 @@ class DataConfig:
     mean: float = 0.5  # pixels are normalised as (pixel / 255 - mean) / std; 0.5 / 0.5 = [-1, 1]
     std: float = 0.5
     pad: str = "batch"  # keep_ratio: batch (zero-pad to the batch's widest) | edge (to width, last column repeated)
+    # | easyocr (EasyOCR's recogniser input: OpenCV-style bilinear to the height, last column repeated to
+    #   ceil(w/h) * height, batches padded the same way; max_width caps it)
     batch_size: int = 64  # per process
     num_workers: int = 2
     max_label_length: int = 25
@@ -119,10 +121,10 @@ class Config:
 
 TRAIN_SOURCE_KEYS = {"path", "ratio", "synth_seed", "synth_style"}
 CHOICES = {
-    "model.variant": ("vgg", "vgg_small", "resnet18", "vgg_clova"),
+    "model.variant": ("vgg", "vgg_small", "resnet18", "vgg_clova", "vgg_easyocr"),
     "model.unknown": ("reject", "drop"),
     "data.interpolation": ("bilinear", "bicubic"),
-    "data.pad": ("batch", "edge"),
+    "data.pad": ("batch", "edge", "easyocr"),
     "data.synth_style": ("default", "street"),
     "train.parallel": ("auto", "none", "dp"),
     "train.backend": ("auto", "nccl", "gloo"),
@@ -326,6 +328,8 @@ def validate(cfg: Config) -> None:
                           f"{cfg.data.rehearsal_ratio}")
     if cfg.data.width < 8:
         raise ConfigError(f"data.width: must be at least 8 pixels, got {cfg.data.width}")
+    if cfg.data.pad == "easyocr" and not cfg.data.keep_ratio:
+        raise ConfigError("data.pad: easyocr keeps the aspect ratio; set data.keep_ratio: true")
     if cfg.train.model_parallel and len(cfg.train.model_parallel) != 2:
         raise ConfigError("train.model_parallel: give two devices, e.g. [cuda:0, cuda:1]")
 

@@ -53,18 +53,21 @@ def vgg_backbone(in_channels: int, ch: tuple[int, ...], batch_norm: bool = True)
     )
 
 
-def vgg_clova_backbone(in_channels: int, batch_norm: bool = True) -> nn.Sequential:
+def vgg_clova_backbone(in_channels: int, batch_norm: bool = True, out: int = 512) -> nn.Sequential:
     """clovaai's None-VGG-BiLSTM-CTC CNN: biased conv 1-4 and 7, BN on conv 5/6, (2,1) pools; W -> W/4 - 1.
 
+    Widths out/8, out/4, out/2, out/2, out, out, out (their ``--output_channel``: 512; EasyOCR's g2 models: 256).
     Its module indices equal clovaai's ``FeatureExtraction.ConvNet`` ones, so its weights map key for key.
+    With a 64 px input the last conv leaves H' = 3, which ``CRNN.features`` averages (their AdaptiveAvgPool).
     """
     bn = batch_norm
+    c = (out // 8, out // 4, out // 2, out)
     return nn.Sequential(
-        *_conv(in_channels, 64), nn.MaxPool2d(2, 2),  # [B, 64, 16, W/2]
-        *_conv(64, 128), nn.MaxPool2d(2, 2),  # [B, 128, 8, W/4]
-        *_conv(128, 256), *_conv(256, 256), nn.MaxPool2d((2, 1), (2, 1)),  # [B, 256, 4, W/4]
-        *_conv(256, 512, bn=bn), *_conv(512, 512, bn=bn), nn.MaxPool2d((2, 1), (2, 1)),  # [B, 512, 2, W/4]
-        *_conv(512, 512, k=2, p=0),  # [B, 512, 1, W/4 - 1]
+        *_conv(in_channels, c[0]), nn.MaxPool2d(2, 2),  # [B, c0, H/2, W/2]
+        *_conv(c[0], c[1]), nn.MaxPool2d(2, 2),  # [B, c1, H/4, W/4]
+        *_conv(c[1], c[2]), *_conv(c[2], c[2]), nn.MaxPool2d((2, 1), (2, 1)),  # [B, c2, H/8, W/4]
+        *_conv(c[2], c[3], bn=bn), *_conv(c[3], c[3], bn=bn), nn.MaxPool2d((2, 1), (2, 1)),  # [B, c3, H/16, W/4]
+        *_conv(c[3], c[3], k=2, p=0),  # [B, c3, H/16 - 1, W/4 - 1]
     )
 
 
@@ -104,6 +107,7 @@ class Variant:
     feat_channels: int
     hidden: int
     length: Callable[[int], int]
+    head_proj: bool = False  # the second BiLSTM projects to `hidden` before the head (clovaai/EasyOCR's layout)
 
 
 VARIANTS: dict[str, Variant] = {
@@ -111,6 +115,9 @@ VARIANTS: dict[str, Variant] = {
     "vgg_small": Variant(lambda c, bn: vgg_backbone(c, VGG_SPECS["vgg_small"].channels, bn), 256, 128, _vgg_length),
     "resnet18": Variant(resnet18_backbone, 512, 256, _resnet_length),
     "vgg_clova": Variant(vgg_clova_backbone, 512, 256, _clova_length),  # clovaai deep-text-recognition-benchmark
+    # EasyOCR's generation-2 recogniser (english_g2, latin_g2, zh_sim_g2, ...): clovaai's VGG at width 256, both
+    # BiLSTM blocks with their projection, then the head Linear(hidden, K); key for key, nothing fused
+    "vgg_easyocr": Variant(lambda c, bn: vgg_clova_backbone(c, bn, 256), 256, 256, _clova_length, head_proj=True),
 }
 
 MIN_WIDTH = 8
@@ -147,8 +154,12 @@ class CRNN(nn.Module):
         self.batch_norm = batch_norm
         self.cnn = spec.backbone(in_channels, batch_norm)
         self.rnn1 = BiLSTM(spec.feat_channels, self.hidden, self.hidden)
-        self.rnn2 = nn.LSTM(self.hidden, self.hidden, bidirectional=True, batch_first=True)
-        self.head = nn.Linear(2 * self.hidden, num_classes)
+        if spec.head_proj:  # rnn2.lstm + rnn2.proj Linear(2h, h), head Linear(h, K)
+            self.rnn2: nn.Module = BiLSTM(self.hidden, self.hidden, self.hidden)
+            self.head = nn.Linear(self.hidden, num_classes)
+        else:
+            self.rnn2 = nn.LSTM(self.hidden, self.hidden, bidirectional=True, batch_first=True)
+            self.head = nn.Linear(2 * self.hidden, num_classes)
 
     def output_length(self, width: int | torch.Tensor) -> int | torch.Tensor:
         """Number of time steps T produced for an input of the given width (works on ints and int tensors)."""
@@ -167,7 +178,7 @@ class CRNN(nn.Module):
         """Sequence part: [B, T, C] -> logits [B, T, K]."""
         seq = seq.to(self.head.weight.device)  # no-op unless model-parallel placed the parts on two devices
         y = self.rnn1(seq)  # (B, T, hidden)
-        y, _ = self.rnn2(y)  # (B, T, 2*hidden)
+        y = self.rnn2(y) if isinstance(self.rnn2, BiLSTM) else self.rnn2(y)[0]  # (B, T, hidden or 2*hidden)
         return self.head(y)  # (B, T, K)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
@@ -184,8 +195,8 @@ class CRNN(nn.Module):
 
 def build_model(variant: str, in_channels: int, num_classes: int, hidden: int | None = None,
                 batch_norm: bool = True) -> CRNN:
-    """Build a named CRNN variant (``vgg``, ``vgg_small``, ``resnet18``, ``vgg_clova``); ``batch_norm=False`` drops
-    every BN layer."""
+    """Build a named CRNN variant (``vgg``, ``vgg_small``, ``resnet18``, ``vgg_clova``, ``vgg_easyocr``);
+    ``batch_norm=False`` drops every BN layer."""
     return CRNN(variant, in_channels, num_classes, hidden, batch_norm)
 
 

@@ -346,7 +346,7 @@ def test_non_paper_widths_and_wrong_source_are_refused(tmp_path):
     assert "FeatureExtraction.ConvNet.0.weight has shape [32, 1, 3, 3] where crnn needs [64, 1, 3, 3]" in err
     assert "--output_channel 512" in err
     rc, _, err = convert([str(tmp_path / "narrow.pth"), str(tmp_path / "o.pt"), "--from", "meijieru"])
-    assert rc == 2 and "looks like a clovaai/deep-text-recognition-benchmark checkpoint, not meijieru" in err
+    assert rc == 2 and "looks like a JaidedAI/EasyOCR checkpoint, not meijieru" in err  # 256 wide: EasyOCR g2
 
 
 def test_meijieru_with_other_widths_is_refused(meijieru_net, tmp_path):

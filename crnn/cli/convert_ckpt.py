@@ -1,19 +1,21 @@
 """crnn-convert-ckpt: rewrite a checkpoint with plain or ``module.`` keys, strip training state, halve, or describe it;
-import checkpoints of other CRNN repositories and export to meijieru's layout.
+import checkpoints of other CRNN repositories and EasyOCR, and export to meijieru's or EasyOCR's layout.
 
     crnn-convert-ckpt IN OUT --to plain|module [--weights-only] [--half] [--force]
-    crnn-convert-ckpt IN OUT --from meijieru|sierkinhane|clovaai [--charset SPEC] [--width N] [--pad]
+    crnn-convert-ckpt IN OUT --from meijieru|sierkinhane|clovaai|easyocr [--charset SPEC] [--width N] [--pad]
     crnn-convert-ckpt IN OUT --to meijieru
+    crnn-convert-ckpt IN NAME.pth --to easyocr [--lang en,...]     (also writes NAME.yaml and NAME.py)
     crnn-convert-ckpt --info IN
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 from pathlib import Path
 
-from crnn.charset import CharsetError
+from crnn.charset import Charset, CharsetError
 from crnn.engine.checkpoint import (
     TRAINING_STATE_KEYS,
     Checkpoint,
@@ -32,6 +34,7 @@ from crnn.foreign import (
     SOURCES,
     TARGETS,
     ForeignFormatError,
+    Imported,
     detect,
     export_state,
     foreign_hint,
@@ -39,6 +42,7 @@ from crnn.foreign import (
     imported_config,
     resolve_charset,
 )
+from crnn.foreign import easyocr
 from crnn.foreign.meijieru import meijieru_constructor
 from crnn.model import build_model
 
@@ -49,6 +53,13 @@ EPILOG = """other repositories (see README "Coming from another CRNN repository"
   crnn-convert-ckpt checkpoint.pth zh.pt --from sierkinhane --charset char_std_5990.txt
   crnn-convert-ckpt best_accuracy.pth clova.pt --from clovaai [--pad]   (None-VGG-BiLSTM-CTC only)
   crnn-convert-ckpt crnn.pt netCRNN.pth --to meijieru               (variant vgg; loads into CRNN(32, nc, nclass, 256))
+
+EasyOCR (README "Coming from EasyOCR"; generation-2 recognisers: english_g2.pth, latin_g2.pth, zh_sim_g2.pth, ...):
+  crnn-convert-ckpt english_g2.pth en.pt --from easyocr             (alphabet from the file name: EasyOCR's config)
+  crnn-convert-ckpt custom.pth c.pt --from easyocr --charset user_network/custom.yaml   (a custom model)
+  crnn-convert-ckpt en.pt my_en.pth --to easyocr [--lang en]        (+ my_en.yaml, my_en.py: an EasyOCR custom model)
+  --from easyocr stores EasyOCR's input path (height 64, ratio kept, OpenCV-style resize, last column repeated:
+  data.pad=easyocr); generation-1 models (ResNet) and the CRAFT detector are refused, naming what they are.
 
 meijieru's CRNN has a leakyRelu option that cannot be seen in the weights: crnn always uses ReLU, so convert only
 models trained without it (the default). --from reads the file with weights_only, strips module. prefixes and
@@ -76,22 +87,30 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Convert a CRNN checkpoint between plain keys and DataParallel/DDP 'module.' keys, drop the "
         "training state (--weights-only), store fp16 weights (--half), describe a file (--info), import another "
-        "repository's checkpoint (--from) or write meijieru's layout (--to meijieru).",
+        "repository's or EasyOCR's checkpoint (--from) or write meijieru's or EasyOCR's layout (--to meijieru, "
+        "--to easyocr).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("input", metavar="IN", help="checkpoint to read (crnn .pt, bare state dict, {'state_dict': ...})")
     p.add_argument("output", metavar="OUT", nargs="?", help="file to write (atomically)")
     p.add_argument("--to", choices=[*sorted(TARGET_PREFIX), *TARGETS], default="plain",
-                   help="key layout to write: plain (default; what crnn saves), module (DataParallel/DDP style) or "
-                   "meijieru (a bare state dict for meijieru/crnn.pytorch's CRNN; variant vgg only)")
+                   help="key layout to write: plain (default; what crnn saves), module (DataParallel/DDP style), "
+                   "meijieru (a bare state dict for meijieru/crnn.pytorch's CRNN; variant vgg only) or easyocr "
+                   "(OUT=NAME.pth plus NAME.yaml and NAME.py: an EasyOCR custom recogniser; variant vgg_easyocr)")
     p.add_argument("--from", dest="source", choices=list(SOURCES),
-                   help="IN was saved by meijieru/crnn.pytorch, Sierkinhane/CRNN_Chinese_Characters_Rec or clovaai/"
-                   "deep-text-recognition-benchmark (None-VGG-BiLSTM-CTC); write a crnn checkpoint. meijieru's "
-                   "leakyRelu option cannot be seen in the weights (crnn uses ReLU)")
+                   help="IN was saved by meijieru/crnn.pytorch, Sierkinhane/CRNN_Chinese_Characters_Rec, clovaai/"
+                   "deep-text-recognition-benchmark (None-VGG-BiLSTM-CTC) or is an EasyOCR generation-2 recogniser "
+                   "(english_g2.pth, ...); write a crnn checkpoint. meijieru's leakyRelu option cannot be seen in the "
+                   "weights (crnn uses ReLU)")
     p.add_argument("--charset", help="with --from: the model's alphabet (name, file or characters; default alnum36 "
-                   "when the model has 37 classes, otherwise required)")
-    p.add_argument("--width", type=int, help="with --from: input width the model was trained with (default: "
+                   "when the model has 37 classes, otherwise required). --from easyocr: also a shipped model's name "
+                   "(english_g2, latin_g2, ...) or a custom model's .yaml; default: NAME.yaml beside IN, else the "
+                   "shipped model IN is named after")
+    p.add_argument("--width", type=int, help="with --from: input width the model was trained with; for easyocr the "
+                   "widest crop read as is (data.max_width; wider ones are squeezed) (default: "
                    + ", ".join(f"{k} {v}" for k, v in DEFAULT_WIDTH.items()) + ")")
+    p.add_argument("--lang", help="with --to easyocr: the .yaml's lang_list, comma-separated (default: the languages "
+                   "of the EasyOCR model it was converted from, else en)")
     p.add_argument("--pad", action="store_true", help="with --from clovaai: it was trained with --PAD (keep the "
                    "ratio, right-pad to --width by repeating the last column)")
     p.add_argument("--weights-only", action="store_true", help="drop optimizer/scheduler/scaler/rng (for shipping)")
@@ -187,28 +206,58 @@ def import_foreign(ckpt: Checkpoint, args: argparse.Namespace) -> dict:
     if ckpt.container == "crnn":
         raise UsageError(f"{ckpt.path} is already a crnn checkpoint; --from is for other repositories' files")
     det = detect(ckpt.model_state, ckpt.container)
-    family = {"sierkinhane": "meijieru"}  # the same network: either name reads either file
+    if det is not None and det.source == "easyocr" and det.problem:
+        raise ForeignFormatError(f"{ckpt.path}: {det.problem}")
+    family = {"sierkinhane": "meijieru", "easyocr": "clovaai"}  # the same network: either name reads either file
     if det is not None and family.get(det.source, det.source) != family.get(args.source, args.source):
         raise UsageError(f"{ckpt.path} looks like a {det.name} checkpoint, not {SOURCES[args.source]}: "
                          f"use --from {det.source}")
-    imported = import_state(args.source, ckpt.model_state, width=args.width, pad=args.pad)
-    charset = resolve_charset(args.charset, imported.num_classes, args.source)
+    extra: dict = {}
+    if args.source == "easyocr":
+        imported, found = _import_easyocr(ckpt, args)
+        charset = found.charset
+        extra = {"easyocr_model": found.model, "lang_list": found.lang_list, "charset_from": found.origin}
+    else:
+        imported = import_state(args.source, ckpt.model_state, width=args.width, pad=args.pad)
+        charset = resolve_charset(args.charset, imported.num_classes, args.source)
     cfg = imported_config(imported, charset)
     model = build_model(imported.variant, imported.in_channels, imported.num_classes, imported.hidden)
     load_model_weights(model, imported.state, strict=True, charset_size=len(charset))
     d = cfg.data
     size = f"ratio kept, edge-padded to {d.width}" if d.keep_ratio else f"{d.width} wide"
+    if d.pad == "easyocr":
+        size = f"ratio kept, EasyOCR's resize and padding (data.pad easyocr, up to {d.max_width} wide)"
     norm = "[-1, 1]" if (d.mean, d.std) == (0.5, 0.5) else f"(pixel / 255 - {d.mean}) / {d.std}"
     print(f"{ckpt.path}: {SOURCES[args.source]} CRNN, in_channels {imported.in_channels}, hidden {imported.hidden}, "
           f"{imported.num_classes} classes -> crnn variant {imported.variant}")
-    print(f"charset: {cfg.model.charset if len(cfg.model.charset) < 40 else f'{len(charset)} characters'}; "
-          f"input: {d.height} x {size}, {d.interpolation}, {norm}")
+    print(f"charset: {cfg.model.charset if len(cfg.model.charset) < 40 else f'{len(charset)} characters'}"
+          f"{' from ' + extra['charset_from'] if extra else ''}; input: {d.height} x {size}, {d.interpolation}, {norm}")
     for note in imported.notes:
         print(note)
-    if args.source != "clovaai":
+    if args.source in ("meijieru", "sierkinhane"):
         print("note: meijieru's leakyRelu option cannot be seen in the weights; crnn uses ReLU (their default)")
+    if args.source == "easyocr":
+        print("note: EasyOCR's recognize() re-reads crops below contrast_ths (0.1) with raised contrast; crnn reads "
+              "each crop once (its first pass)")
     print(f"to fine-tune: crnn-train ... train.init_weights=OUT {' '.join(finetune_overrides(cfg))}")
-    return model_checkpoint(model, cfg, charset, converted_from={"source": args.source, "file": Path(ckpt.path).name})
+    if args.source == "easyocr":
+        print("  (ALPHABET: an alphabet file, e.g. python -c \"import torch; print(torch.load('OUT', weights_only=True)"
+              "['charset']['chars'])\" > chars.txt; data.max_width=400 trains faster)")
+    origin = {"source": args.source, "file": Path(ckpt.path).name, **{k: v for k, v in extra.items() if v}}
+    # e.g. {"source": "easyocr", "file": "english_g2.pth", "easyocr_model": "english_g2", "lang_list": ["en"], ...}
+    return model_checkpoint(model, cfg, charset, converted_from=origin)
+
+
+def _import_easyocr(ckpt: Checkpoint, args: argparse.Namespace) -> tuple[Imported, easyocr.EasyOcrCharset]:
+    """An EasyOCR generation-2 file as crnn weights, with its alphabet (and a custom model's imgH)."""
+    try:
+        imported = import_state("easyocr", ckpt.model_state, width=args.width)
+        found = easyocr.find_charset(args.charset, imported.num_classes, ckpt.path)
+    except ForeignFormatError as e:
+        msg = str(e)
+        raise ForeignFormatError(msg if msg.startswith(str(ckpt.path)) else f"{ckpt.path}: {msg}") from None
+    imported.data.update(height=found.height, width=4 * found.height)
+    return imported, found
 
 
 def finetune_overrides(cfg) -> list[str]:
@@ -218,7 +267,8 @@ def finetune_overrides(cfg) -> list[str]:
 
     default, out = Config(), []
     for section, keys in (("model", ("variant", "in_channels", "hidden", "charset")),
-                          ("data", ("width", "keep_ratio", "max_width", "interpolation", "mean", "std", "pad"))):
+                          ("data", ("height", "width", "keep_ratio", "max_width", "interpolation", "mean", "std",
+                                    "pad"))):
         for key in keys:
             value = getattr(getattr(cfg, section), key)
             if value != getattr(getattr(default, section), key):
@@ -240,6 +290,48 @@ def export_foreign(ckpt: Checkpoint, target: str) -> dict:
     return state
 
 
+def export_easyocr(ckpt: Checkpoint, dst: Path, args: argparse.Namespace) -> None:
+    """Write NAME.pth, NAME.yaml and NAME.py: a ``vgg_easyocr`` checkpoint as an EasyOCR custom recogniser."""
+    check_not_foreign(ckpt)
+    if dst.suffix != ".pth":
+        raise UsageError(f"OUT {dst} must be NAME.pth: EasyOCR looks for NAME.pth, NAME.yaml and NAME.py")
+    yaml_path, py_path = dst.with_suffix(".yaml"), dst.with_suffix(".py")
+    for side in (yaml_path, py_path):
+        _check_output(Path(args.input), side, args.force)
+    if not ckpt.charset or not ckpt.config:
+        raise CheckpointError(f"{ckpt.path} stores no charset and config (a bare state dict): convert a checkpoint "
+                              "written by crnn-train or crnn-convert-ckpt --from easyocr")
+    model_cfg, data_cfg = ckpt.config.get("model") or {}, ckpt.config.get("data") or {}
+    origin = ckpt.raw.get("converted_from") if isinstance(ckpt.raw.get("converted_from"), dict) else {}
+    langs = [x.strip() for x in args.lang.split(",") if x.strip()] if args.lang else origin.get("lang_list") or ["en"]
+    height = int(data_cfg.get("height", 32))
+    state, yaml_text, py_text = easyocr.custom_model_files(
+        ckpt.model_state, ckpt.variant or model_cfg.get("variant", ""), model_cfg.get("batch_norm", True) is not False,
+        Charset.from_dict(ckpt.charset), height, langs, dst.stem)
+    if data_cfg.get("pad") != "easyocr" or (data_cfg.get("mean"), data_cfg.get("std")) != (0.5, 0.5):
+        print(f"note: this model was trained with data.pad={data_cfg.get('pad')}, mean/std {data_cfg.get('mean')}/"
+              f"{data_cfg.get('std')}; EasyOCR feeds it its own input (data.pad=easyocr, [-1, 1]): it may read worse")
+    save_checkpoint(weights_only_checkpoint(state, half=True) if args.half else state, dst)
+    for path, text in ((yaml_path, yaml_text), (py_path, py_text)):
+        _write_text(path, text)
+    print(f"wrote {dst} ({_size(dst)}), {yaml_path.name} (imgH {height}, lang_list {langs}, "
+          f"{len(ckpt.charset.get('chars', ''))} characters) and {py_path.name} (EasyOCR's own generation-2 Model)")
+    folder = str(dst.parent) or "."
+    print(f"read with: easyocr.Reader({langs}, recog_network={dst.stem!r}, model_storage_directory={folder!r}, "
+          f"user_network_directory={folder!r})")
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write a UTF-8 text file atomically (temp file, then os.replace)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise CheckpointError(f"cannot write {path}: {e.strerror or e}") from None
+
+
 def _validate_options(args: argparse.Namespace) -> None:
     """Refuse option combinations that do not mean anything."""
     if args.source and args.to != "plain":
@@ -248,6 +340,8 @@ def _validate_options(args: argparse.Namespace) -> None:
         raise UsageError("--charset, --width and --pad describe a foreign file: use them with --from")
     if args.width is not None and args.width < 8:
         raise UsageError(f"--width must be at least 8 pixels, got {args.width}")
+    if args.lang and args.to != "easyocr":
+        raise UsageError("--lang is the lang_list of an EasyOCR custom model: use it with --to easyocr")
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -263,12 +357,20 @@ def _run(args: argparse.Namespace) -> None:
     src, dst = Path(args.input), Path(args.output)
     _check_output(src, dst, args.force)
     ckpt = load_checkpoint(src)
+    if args.to == "easyocr":
+        export_easyocr(ckpt, dst, args)
+        return
     if args.source or args.to in TARGETS:
         obj = import_foreign(ckpt, args) if args.source else export_foreign(ckpt, args.to)
         save_checkpoint(weights_only_checkpoint(obj, half=args.half) if args.half else obj, dst)
         print(f"wrote {dst} ({_size(dst)})")
         return
+    det = detect(ckpt.model_state, ckpt.container) if ckpt.container != "crnn" else None
+    if det is not None and det.problem:  # e.g. EasyOCR's detector: no key layout of it is of use to crnn
+        raise ForeignFormatError(foreign_hint(ckpt.model_state, ckpt.container, str(src)))
     print(f"{src} has {describe_prefix(ckpt.source_prefix)}, writing {describe_prefix(TARGET_PREFIX[args.to])}")
+    if det is not None:
+        print(f"note: {foreign_hint(ckpt.model_state, ckpt.container, str(src))} (this run only rewrites the keys)")
     if args.half and not args.weights_only:
         print("--half implies --weights-only: dropping the training state")
     dropped = [k for k in TRAINING_STATE_KEYS if k in ckpt.raw] if (args.weights_only or args.half) else []

@@ -46,18 +46,20 @@ class Collate:
     """Turn a list of ``(image, label)`` into a :class:`Batch`.
 
     Images are right-padded with ``pad_value`` (0 = mid-grey after normalisation) to the batch's
-    widest image rounded up to a multiple of ``width_multiple``. Samples whose image is ``None``
+    widest image rounded up to a multiple of ``width_multiple``; with ``pad_edge`` by repeating each image's
+    last column instead (EasyOCR pads its batches so). Samples whose image is ``None``
     are dropped and counted. ``empty_shape`` ``(C, H, W)`` shapes the images of an all-skipped batch.
     """
 
     def __init__(self, charset: Charset | None = None, *, pad_value: float = 0.0, width_multiple: int = 4,
-                 empty_shape: tuple[int, int, int] = (1, 32, 100)) -> None:
+                 empty_shape: tuple[int, int, int] = (1, 32, 100), pad_edge: bool = False) -> None:
         if width_multiple < 1:
             raise ValueError(f"width_multiple must be >= 1, got {width_multiple}")
         self.charset = charset
         self.pad_value = pad_value
         self.width_multiple = width_multiple
         self.empty_shape = empty_shape
+        self.pad_edge = pad_edge
 
     def __call__(self, samples: Sequence[tuple[Any, str]]) -> Batch:
         kept = [(img, label) for img, label in samples if img is not None]
@@ -84,5 +86,5 @@ class Collate:
         for i, img in enumerate(images):
             w = img.shape[-1]
             out[i, :, :, :w] = img
-            out[i, :, :, w:] = self.pad_value
+            out[i, :, :, w:] = img[..., -1:] if self.pad_edge else self.pad_value
         return out

@@ -75,9 +75,10 @@ def make_transform(*, height: int, width: int, keep_ratio: bool, max_width: int,
 
 def make_collate(charset: Charset | None, *, height: int, width: int, keep_ratio: bool, channels: int,
                  pad: str = "batch") -> Collate:
-    """Collate that pads keep-ratio batches to a multiple of 4 pixels (edge-padded images are already equal)."""
+    """Collate that pads keep-ratio batches to a multiple of 4 pixels (edge-padded images are already equal;
+    EasyOCR-padded ones are padded to the batch's widest by repeating their last column, as EasyOCR does)."""
     multiple = 4 if keep_ratio and pad == "batch" else 1
-    return Collate(charset, width_multiple=multiple, empty_shape=(channels, height, width))
+    return Collate(charset, width_multiple=multiple, empty_shape=(channels, height, width), pad_edge=pad == "easyocr")
 
 
 def build_train_loader(sources: Sequence[dict[str, Any]], charset: Charset, *, height: int, width: int,

@@ -8,9 +8,10 @@ import torch
 from PIL import Image, ImageFilter
 from torchvision.transforms import v2
 
+from crnn.data.easyocr_input import easyocr_resize
 
 INTERPOLATIONS = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC}
-PAD_MODES = ("batch", "edge")
+PAD_MODES = ("batch", "edge", "easyocr")
 # Keep-ratio inference (crnn-predict, crnn-eval, the API, exported metadata): the widest resized line in pixels.
 # Training caps widths at data.max_width (400 for the Chinese model, ~12 characters); at inference the width follows
 # the image up to this cap, so that a long line keeps T = W/4 time steps for its characters.
@@ -24,7 +25,11 @@ class ResizeNormalize:
     with ``pad="batch"`` the width becomes ``round(w * height / h)`` clamped to ``[min_width, max_width]``
     (the collate function pads a batch to a common width); with ``pad="edge"`` (clovaai's ``--PAD``)
     it becomes ``ceil(w * height / h)`` capped at ``width`` and the image is right-padded to ``width``
-    by repeating its last column. ``interpolation`` is the resize filter (bilinear | bicubic).
+    by repeating its last column. ``pad="easyocr"`` is EasyOCR's recogniser input (see
+    :mod:`crnn.data.easyocr_input`): OpenCV-style bilinear to ``height``, then ``interpolation`` (bicubic for
+    EasyOCR) where that leaves another size, normalised as EasyOCR does and right-padded by repeating the last
+    column to ``ceil(w / h) * height``; a crop that would be wider than ``max_width`` is squeezed to it.
+    ``interpolation`` is the resize filter (bilinear | bicubic).
     ``augment`` adds light random colour/blur/affine jitter for training; leave it off for evaluation.
     """
 
@@ -37,7 +42,9 @@ class ResizeNormalize:
             raise ValueError(f"bad sizes: height={height} width={width} min_width={min_width} max_width={max_width}")
         if interpolation not in INTERPOLATIONS or pad not in PAD_MODES or not std > 0:
             raise ValueError(f"bad preprocessing: interpolation={interpolation!r} (bilinear | bicubic), "
-                             f"pad={pad!r} (batch | edge), std={std} (> 0)")
+                             f"pad={pad!r} (batch | edge | easyocr), std={std} (> 0)")
+        if pad == "easyocr" and not keep_ratio:
+            raise ValueError("pad='easyocr' keeps the aspect ratio: pass keep_ratio=True")
         self.height, self.width = height, width
         self.keep_ratio, self.max_width, self.min_width = keep_ratio, max_width, min_width
         self.channels = channels
@@ -55,6 +62,8 @@ class ResizeNormalize:
 
     def __call__(self, img: Image.Image) -> torch.Tensor:
         img = img.convert(self.mode) if img.mode != self.mode else img
+        if self.pad == "easyocr":
+            return self._easyocr(img)
         img = img.resize((self.target_width(*img.size), self.height), INTERPOLATIONS[self.interpolation])
         if self.augment is not None:
             img = self.augment(img)
@@ -63,8 +72,25 @@ class ResizeNormalize:
             x = torch.cat([x, x[..., -1:].expand(-1, -1, self.width - x.shape[-1])], dim=-1)  # (C, H, width)
         return x
 
+    def _easyocr(self, img: Image.Image) -> torch.Tensor:
+        """EasyOCR's two resizes, its normalisation and its right padding (the last column repeated)."""
+        img, padded = easyocr_resize(img, self.height, INTERPOLATIONS[self.interpolation])
+        if padded > self.max_width:  # longer than the cap: squeezed to max_width, as AlignCollate squeezes to imgW
+            img, padded = img.resize((self.max_width, self.height), INTERPOLATIONS[self.interpolation]), self.max_width
+        if self.augment is not None:
+            img = self.augment(img)
+        arr = np.asarray(img, dtype=np.float32)  # (H, w) or (H, w, C)
+        arr = arr[None] if arr.ndim == 2 else arr.transpose(2, 0, 1)  # (C, H, w)
+        x = torch.from_numpy((np.ascontiguousarray(arr) / np.float32(255) - np.float32(self.mean))
+                             / np.float32(self.std))  # torchvision's ToTensor, then sub_(mean).div_(std)
+        if x.shape[-1] < padded:
+            x = torch.cat([x, x[..., -1:].expand(-1, -1, padded - x.shape[-1])], dim=-1)  # (C, H, padded)
+        return x
+
     def __repr__(self) -> str:
         size = f"keep_ratio, max_width={self.max_width}" if self.keep_ratio else f"width={self.width}"
+        if self.pad == "easyocr":
+            size = f"EasyOCR's resize and padding, max_width={self.max_width}"
         if self.keep_ratio and self.pad == "edge":
             size = f"keep_ratio, edge-padded to width={self.width}"
         return (f"ResizeNormalize(height={self.height}, {size}, channels={self.channels}, "

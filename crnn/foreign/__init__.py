@@ -13,26 +13,30 @@ import torch
 
 from crnn.charset import BUILTIN_CHARSETS, Charset
 from crnn.config import Config, validate
-from crnn.foreign import clovaai, meijieru, sierkinhane
+from crnn.foreign import clovaai, easyocr, meijieru, sierkinhane
 from crnn.foreign.common import ForeignFormatError, Imported
 from crnn.foreign.detect import SOURCES, Detection, convert_command, detect, foreign_hint
 
 __all__ = ["SOURCES", "TARGETS", "DEFAULT_WIDTH", "Detection", "ForeignFormatError", "Imported", "detect",
            "foreign_hint", "convert_command", "import_state", "export_state", "imported_config", "resolve_charset"]
 
-TARGETS = ("meijieru",)
-DEFAULT_WIDTH = {"meijieru": 100, "sierkinhane": sierkinhane.WIDTH, "clovaai": 100}
+TARGETS = ("meijieru", "easyocr")
+DEFAULT_WIDTH = {"meijieru": 100, "sierkinhane": sierkinhane.WIDTH, "clovaai": 100, "easyocr": easyocr.MAX_WIDTH}
 DEFAULT_CHARSET = "alnum36"  # meijieru's and clovaai's default alphabet 0-9a-z, blank 0: 37 classes
 
 
 def import_state(source: str, state: dict[str, torch.Tensor], *, width: int | None = None,
-                 pad: bool = False) -> Imported:
-    """A plain-keyed state dict from ``source`` as crnn weights; ``pad``: clovaai trained with ``--PAD``."""
+                 pad: bool = False, height: int | None = None) -> Imported:
+    """A plain-keyed state dict from ``source`` as crnn weights; ``pad``: clovaai trained with ``--PAD``;
+    ``height``: EasyOCR's imgH (64 unless a custom model's .yaml says otherwise); for EasyOCR ``width`` is the cap
+    (data.max_width)."""
     if source not in SOURCES:
         raise ForeignFormatError(f"unknown source {source!r}; choose one of {', '.join(SOURCES)}")
     if pad and source != "clovaai":
         raise ForeignFormatError("--pad is clovaai's --PAD option; the other repositories stretch to a fixed width")
     width = width or DEFAULT_WIDTH[source]
+    if source == "easyocr":
+        return easyocr.to_ours(state, height=height or easyocr.HEIGHT, max_width=width)
     if source == "clovaai":
         return clovaai.to_ours(state, pad=pad, width=width)
     if source == "sierkinhane":
@@ -41,9 +45,11 @@ def import_state(source: str, state: dict[str, torch.Tensor], *, width: int | No
 
 
 def export_state(target: str, state: dict[str, torch.Tensor], variant: str, batch_norm: bool = True) -> dict:
-    """Our plain-keyed weights in ``target``'s layout (only meijieru's, for variant vgg)."""
+    """Our plain-keyed weights in ``target``'s layout (meijieru's for variant vgg, EasyOCR's for vgg_easyocr)."""
     if target not in TARGETS:
         raise ForeignFormatError(f"unknown target {target!r}; crnn writes {', '.join(TARGETS)}")
+    if target == "easyocr":
+        return easyocr.from_ours(state, variant, batch_norm)
     return meijieru.from_ours(state, variant, batch_norm)
 
 

@@ -18,7 +18,8 @@ from crnn.model import build_model
 
 __all__ = ["to_ours", "CLOVA_WIDTHS"]
 
-CLOVA_WIDTHS = "clovaai's VGG with --output_channel 512 (widths 64-128-256-256-512-512-512) is the one crnn imports"
+CLOVA_WIDTHS = ("clovaai's VGG with --output_channel 512 (widths 64-128-256-256-512-512-512) is the one crnn imports "
+                "(a 256-wide one is EasyOCR's generation-2 network: --from easyocr)")
 PREFIXES = [("FeatureExtraction.ConvNet.", "cnn."), ("SequenceModeling.0.rnn.", "rnn1.lstm."),
             ("SequenceModeling.0.linear.", "rnn1.proj."), ("SequenceModeling.1.rnn.", "rnn2.")]
 FUSED = ("SequenceModeling.1.linear.weight", "SequenceModeling.1.linear.bias", "Prediction.weight", "Prediction.bias")

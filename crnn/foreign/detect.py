@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -16,9 +17,17 @@ SOURCES = {
     "meijieru": "meijieru/crnn.pytorch",
     "sierkinhane": "Sierkinhane/CRNN_Chinese_Characters_Rec",
     "clovaai": "clovaai/deep-text-recognition-benchmark",
+    "easyocr": "JaidedAI/EasyOCR",
 }
 _MEIJIERU_KEY = re.compile(r"^(cnn\.(conv|batchnorm)\d+\.|rnn\.[01]\.(rnn|embedding)\.)")
 _CLOVA_PREFIXES = ("Transformation.", "FeatureExtraction.", "SequenceModeling.", "Prediction.")
+_CRAFT_PREFIXES = ("basenet.", "upconv", "conv_cls.")  # EasyOCR's text detector, craft_mlt_25k.pth
+EASYOCR_G2_CONV0 = 32  # EasyOCR's generation-2 VGG (output_channel 256) starts with 32 channels, clovaai's with 64
+EASYOCR_G1_HIDDEN = 512  # EasyOCR's generation-1 recognisers: clovaai's ResNet extractor with hidden_size 512
+CRAFT_PROBLEM = ("it is EasyOCR's CRAFT text detector (basenet.*, upconv*, conv_cls.*: craft_mlt_25k.pth), not a "
+                 "recogniser; crnn reads the word crops a detector finds")
+G1_PROBLEM = ("it is an EasyOCR generation-1 recogniser (ResNet feature extractor, hidden 512: latin.pth, "
+              "chinese.pth, ...); crnn imports the generation-2 ones (VGG, *_g2.pth)")
 ALNUM36_CLASSES = 37
 LARGE_ALPHABET = 1000  # more classes than this on meijieru's network: a Chinese model, i.e. Sierkinhane's
 # (as is a {'state_dict': ...} file that is not 0-9a-z; a 37-class model is meijieru's whatever the container)
@@ -59,11 +68,27 @@ def clova_problem(keys: list[str]) -> str:
     return ""
 
 
+def _easyocr(state: dict[str, torch.Tensor], keys: list[str], problem: str) -> Detection | None:
+    """An EasyOCR recogniser among clovaai-layout files: its width-256 VGG (g2) or its hidden-512 ResNet (g1)."""
+    classes = _classes(state, "Prediction.weight")
+    if not problem and _classes(state, "FeatureExtraction.ConvNet.0.weight") == EASYOCR_G2_CONV0:
+        return Detection("easyocr", classes)
+    hidden = state.get("SequenceModeling.0.rnn.weight_hh_l0")
+    resnet = any(k.startswith("FeatureExtraction.ConvNet.conv0_1.") for k in keys)
+    g1 = resnet and isinstance(hidden, torch.Tensor) and hidden.dim() == 2 and hidden.shape[1] == EASYOCR_G1_HIDDEN
+    if g1 and "Prediction.weight" in state and not any(k.startswith("Transformation.") for k in keys):
+        return Detection("easyocr", classes, G1_PROBLEM)
+    return None
+
+
 def detect(state: dict[str, torch.Tensor], container: str = "bare") -> Detection | None:
     """The repository a plain-keyed state dict comes from, or None when its keys are not a known foreign layout."""
     keys = list(state)
+    if keys and all(k.startswith(_CRAFT_PREFIXES) for k in keys):
+        return Detection("easyocr", None, CRAFT_PROBLEM)
     if keys and all(k.startswith(_CLOVA_PREFIXES) for k in keys):
-        return Detection("clovaai", _classes(state, "Prediction.weight"), clova_problem(keys))
+        problem = clova_problem(keys)
+        return _easyocr(state, keys, problem) or Detection("clovaai", _classes(state, "Prediction.weight"), problem)
     if any(_MEIJIERU_KEY.match(k) for k in keys):
         classes = _classes(state, "rnn.1.embedding.weight")
         chinese = classes != ALNUM36_CLASSES and (container == "state_dict" or (classes or 0) > LARGE_ALPHABET)
@@ -74,6 +99,15 @@ def detect(state: dict[str, torch.Tensor], container: str = "bare") -> Detection
 def convert_command(det: Detection, path: str) -> str:
     """The crnn-convert-ckpt command line that converts the file (with --charset where it cannot default)."""
     cmd = f"crnn-convert-ckpt {path} OUT --from {det.source}"
+    if det.source == "easyocr":
+        from crnn.foreign.easyocr import g2_models, model_name  # here: that module imports this one
+
+        name = model_name(path)
+        known = name is not None and len(g2_models()[name]["characters"]) + 1 == det.num_classes
+        if known or Path(path).with_suffix(".yaml").is_file():
+            return cmd
+        chars = f"{det.num_classes - 1} " if det.num_classes else ""
+        return cmd + f" --charset MODEL|FILE.yaml|ALPHABET  (its {chars}characters; MODEL e.g. english_g2)"
     if det.num_classes != ALNUM36_CLASSES:
         chars = f"{det.num_classes - 1} " if det.num_classes else ""
         cmd += f" --charset ALPHABET  (its {chars}characters" + (
