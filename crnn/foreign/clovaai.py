@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from crnn.foreign.common import ForeignFormatError, Imported, check_fits, fill_batches_tracked, need, rename
+from crnn.foreign.common import (ForeignFormatError, Imported, check_fits, clova_dims, fill_batches_tracked,
+                                 need, rename)
 from crnn.foreign.detect import clova_problem
 from crnn.model import build_model
 
@@ -41,12 +42,7 @@ def to_ours(state: dict[str, torch.Tensor], pad: bool = False, width: int = 100)
     problem = clova_problem(list(state))
     if problem:
         raise ForeignFormatError(f"not a None-VGG-BiLSTM-CTC checkpoint: {problem}")
-    in_channels = int(need(state, "FeatureExtraction.ConvNet.0.weight", "clovaai").shape[1])
-    hidden = int(need(state, "SequenceModeling.0.rnn.weight_hh_l0", "clovaai").shape[1])
-    num_classes = int(need(state, "Prediction.weight", "clovaai").shape[0])
-    if in_channels not in (1, 3):
-        raise ForeignFormatError(f"FeatureExtraction.ConvNet.0.weight takes {in_channels} input channels; "
-                                 "crnn supports 1 or 3")
+    in_channels, hidden, num_classes = clova_dims(state, "clovaai")
     head_w, head_b = fuse_head(state)
     rest = {k: v for k, v in state.items() if k not in FUSED}
     mapped, origin = rename(rest, PREFIXES, "clovaai")

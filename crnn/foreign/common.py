@@ -87,3 +87,15 @@ def fill_batches_tracked(state: dict[str, torch.Tensor], template: dict[str, tor
     for key in missing:
         state[key] = torch.zeros((), dtype=torch.long)
     return bool(missing)
+
+
+def clova_dims(state: dict, source: str) -> tuple[int, int, int]:
+    """(input channels, LSTM hidden size, classes) of a clovaai-layout state dict (clovaai's VGG-BiLSTM-CTC and
+    EasyOCR's generation-2 models share it); a channel count crnn cannot build is a ForeignFormatError."""
+    in_channels = int(need(state, "FeatureExtraction.ConvNet.0.weight", source).shape[1])
+    hidden = int(need(state, "SequenceModeling.0.rnn.weight_hh_l0", source).shape[1])
+    num_classes = int(need(state, "Prediction.weight", source).shape[0])
+    if in_channels not in (1, 3):
+        raise ForeignFormatError(f"FeatureExtraction.ConvNet.0.weight takes {in_channels} input channels; "
+                                 "crnn supports 1 or 3")
+    return in_channels, hidden, num_classes

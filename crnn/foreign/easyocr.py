@@ -25,7 +25,8 @@ import torch
 import yaml
 
 from crnn.charset import Charset, CharsetError
-from crnn.foreign.common import ForeignFormatError, Imported, check_fits, fill_batches_tracked, need, rename
+from crnn.foreign.common import (ForeignFormatError, Imported, check_fits, clova_dims, fill_batches_tracked,
+                                 need, rename)
 from crnn.foreign.detect import detect
 from crnn.model import build_model
 
@@ -129,12 +130,7 @@ def to_ours(state: dict[str, torch.Tensor], height: int = HEIGHT, max_width: int
     det = detect(state)
     if det is not None and det.problem:
         raise ForeignFormatError(det.problem)
-    in_channels = int(need(state, "FeatureExtraction.ConvNet.0.weight", "easyocr").shape[1])
-    hidden = int(need(state, "SequenceModeling.0.rnn.weight_hh_l0", "easyocr").shape[1])
-    num_classes = int(need(state, "Prediction.weight", "easyocr").shape[0])
-    if in_channels not in (1, 3):
-        raise ForeignFormatError(f"FeatureExtraction.ConvNet.0.weight takes {in_channels} input channels; "
-                                 "crnn supports 1 or 3")
+    in_channels, hidden, num_classes = clova_dims(state, "easyocr")
     mapped, origin = rename(state, PREFIXES, "easyocr")
     expected = build_model(VARIANT, in_channels, num_classes, hidden).state_dict()
     notes = [f"EasyOCR's modules map one to one onto {VARIANT} (nothing folded or fused)"]
