@@ -355,6 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sheet", default=None, help="contact sheet PNG (default: WORK/contact_sheet.png)")
     p.add_argument("--sheet-per-set", type=int, default=4, help="images per set on the contact sheet (default 4)")
     p.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
+    p.add_argument("--build-only", action="store_true", help="make the sets (cached under --work) and stop: "
+                   "training validates on WORK/heldout")
     return p
 
 
@@ -370,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         paths[s], labels[s] = read_set(build_set(s, work, args.num), args.num)
         print(f"set {s}: {len(paths[s])} lines in {work / s} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+    if args.build_only:
+        return 0
     columns = []
     for w in args.weights or ["zh"]:
         try:

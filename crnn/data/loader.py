@@ -121,6 +121,28 @@ def build_train_loader(sources: Sequence[dict[str, Any]], charset: Charset, *, h
     return TrainLoader(loader, sampler, per_batch)
 
 
+def build_online_loader(opts: Any, charset: Charset, *, height: int, width: int, keep_ratio: bool, max_width: int,
+                        channels: int, batch_size: int, num_workers: int, augment: bool, seed: int,
+                        batches_per_epoch: int, rank: int = 0, world_size: int = 1, interpolation: str = "bilinear",
+                        mean: float = 0.5, std: float = 0.5, pad: str = "batch") -> TrainLoader:
+    """Training loader whose workers render every batch on the fly (:mod:`crnn.data.online`): ``opts`` is the
+    generator's SynthOptions, ``seed`` its seed; rank ``r`` of ``world_size`` takes every ``world_size``-th batch."""
+    from crnn.data.online import OnlineBatchSampler, SynthBatches, identity
+
+    transform = make_transform(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
+                               channels=channels, augment=augment, interpolation=interpolation, mean=mean, std=std,
+                               pad=pad)
+    collate = make_collate(charset, height=height, width=width, keep_ratio=keep_ratio, channels=channels, pad=pad)
+    dataset = SynthBatches(opts, batch_size, seed, transform, collate, batches_per_epoch)
+    sampler = SkippableSampler(OnlineBatchSampler(batches_per_epoch, rank, world_size))
+    loader = DataLoader(dataset, batch_size=None, sampler=sampler, collate_fn=identity, num_workers=num_workers,
+                        pin_memory=torch.cuda.is_available(), persistent_workers=num_workers > 0,
+                        prefetch_factor=4 if num_workers > 0 else None)
+    log.info("train data: rendered on the fly (%s, seed %d), batches of %d lines of one length each, %d batches "
+             "per epoch on rank %d, new text every epoch", opts.charset, seed, batch_size, batches_per_epoch, rank)
+    return TrainLoader(loader, sampler, 1)
+
+
 def build_eval_loader(path: str, *, height: int, width: int, keep_ratio: bool, max_width: int, channels: int,
                       batch_size: int, num_workers: int, rank: int = 0, world_size: int = 1,
                       interpolation: str = "bilinear", mean: float = 0.5, std: float = 0.5,
