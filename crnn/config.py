@@ -69,6 +69,7 @@ class DataConfig:
     # one batch share their length); data.train is not read, nothing is stored, no line repeats;
     # data.synth_num = lines per (virtual) epoch
     synth_online: bool = False
+    synth_pool: int = 1  # synth_online: render this many batches at a time and regroup their lines by width (less padding)
 
 
 @dataclass
@@ -333,6 +334,8 @@ def validate(cfg: Config) -> None:
     if not 0 < cfg.data.rehearsal_ratio < 1:
         raise ConfigError(f"data.rehearsal_ratio: must be between 0 and 1 (the share of each batch), got "
                           f"{cfg.data.rehearsal_ratio}")
+    if cfg.data.synth_pool < 1:
+        raise ConfigError(f"data.synth_pool: must be at least 1, got {cfg.data.synth_pool}")
     if not 0 <= cfg.data.synth_uniform_share <= 1:
         raise ConfigError(f"data.synth_uniform_share: must be within 0..1, got {cfg.data.synth_uniform_share}")
     if cfg.data.synth_online and cfg.data.synth_num < cfg.data.batch_size:

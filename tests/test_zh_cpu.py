@@ -70,11 +70,11 @@ def test_uniform_share_decides_how_often_rare_characters_appear():
 
 
 # ---------------------------------------------------------------------------------------------- online batches
-def _batches(tmp_path_factory=None, batch_size: int = 6, seed: int = 3) -> SynthBatches:
+def _batches(batch_size: int = 6, seed: int = 3, pool: int = 1) -> SynthBatches:
     cs = Charset.from_spec(CHARS)
     opts = SynthOptions(charset=CHARS, text="lines", max_len=8)
     return SynthBatches(opts, batch_size, seed, ResizeNormalize(32, 100, keep_ratio=True, max_width=200),
-                        Collate(cs), batches_per_epoch=10, fonts=[CJK_FONT, LATIN_FONT])
+                        Collate(cs), batches_per_epoch=8, fonts=[CJK_FONT, LATIN_FONT], pool=pool)
 
 
 @needs_fonts
@@ -82,14 +82,52 @@ def test_online_batches_are_reproducible_and_share_one_line_length():
     ds = _batches()
     lengths = set()
     for b in range(6):
-        first, again = ds[b], ds[b]
+        (first,), (again,) = ds[b], ds[b]
         assert first.labels == again.labels and torch.equal(first.images, again.images)
         assert len(first) == 6 and len({len(label) for label in first.labels}) == 1  # one length per batch
         assert len(first.labels[0]) == ds.length_of(b)
         lengths.add(ds.length_of(b))
     assert len(lengths) > 1  # lengths vary from batch to batch
-    assert _batches(seed=4)[0].labels != ds[0].labels
-    assert ds[0].labels != ds[1].labels
+    assert _batches(seed=4)[0][0].labels != ds[0][0].labels
+    assert ds[0][0].labels != ds[1][0].labels
+
+
+@needs_fonts
+def test_a_pool_regroups_its_lines_by_width():
+    plain, pooled = _batches(), _batches(pool=4)
+    assert len(plain) == 8 and len(pooled) == 2
+    for g in range(2):
+        groups = pooled[g]
+        singles = [plain[b][0] for b in range(4 * g, 4 * g + 4)]
+        assert len(groups) == 4 and all(len(b) == 6 for b in groups)
+        assert sorted(x for b in groups for x in b.labels) == sorted(x for b in singles for x in b.labels)
+
+        def padded(batches):
+            return sum(b.images.shape[0] * b.images.shape[-1] for b in batches)
+        assert padded(groups) <= padded(singles)  # the same lines, padded less
+        spans = [(int(b.widths.min()), int(b.widths.max())) for b in groups]
+        ordered = sorted(spans)
+        assert all(hi <= nxt_lo + 4 for (_, hi), (nxt_lo, _) in zip(ordered, ordered[1:]))  # width bands
+        assert [b.labels for b in pooled[g]] == [b.labels for b in groups]  # reproducible
+
+
+@needs_fonts
+def test_pooled_loader_skips_in_batches():
+    from crnn.data.loader import PooledTrainLoader
+    from crnn.data.online import identity
+    from crnn.data.samplers import SkippableSampler
+    from torch.utils.data import DataLoader
+
+    ds = _batches(pool=4)
+
+    def loader():
+        sampler = SkippableSampler(OnlineBatchSampler(len(ds)))
+        return PooledTrainLoader(DataLoader(ds, batch_size=None, sampler=sampler, collate_fn=identity), sampler, 4)
+
+    whole = [b.labels for b in loader()]
+    assert len(whole) == len(loader()) == 8
+    for n in (0, 3, 4, 6):
+        assert [b.labels for b in loader().skip_batches(n)] == whole[n:]
 
 
 def test_online_sampler_gives_ranks_disjoint_batches_and_every_epoch_new_ones():
@@ -111,6 +149,8 @@ def test_online_sampler_gives_ranks_disjoint_batches_and_every_epoch_new_ones():
 def test_online_config_is_checked():
     with pytest.raises(ConfigError, match="data.synth_num"):
         load_config(None, ["data.synth_online=true", "data.synth_num=0"])
+    with pytest.raises(ConfigError, match="data.synth_pool"):
+        load_config(None, ["data.synth_pool=0"])
     with pytest.raises(ConfigError, match="data.synth_uniform_share"):
         load_config(None, ["data.synth_uniform_share=2"])
     with pytest.raises(ConfigError, match="model.variant"):
@@ -136,7 +176,7 @@ def zh_val(tmp_path_factory) -> Path:
     ds = SynthBatches(SynthOptions(charset=CHARS, text="lines", max_len=6, split="all"), 8, 99,
                       lambda img: img, lambda items: items, 1, fonts=[CJK_FONT, LATIN_FONT])
     lines = []
-    for i, (img, label) in enumerate(ds[0]):
+    for i, (img, label) in enumerate(ds.lines(0)):
         assert isinstance(img, Image.Image)
         img.save(folder / f"{i}.png")
         lines.append(f"{i}.png\t{label}\n")
@@ -145,12 +185,14 @@ def zh_val(tmp_path_factory) -> Path:
 
 
 @needs_fonts
-def test_online_training_resumes_to_the_same_weights(tmp_path):
-    straight = fit(load_config(None, _tiny(tmp_path, "a")))
+@pytest.mark.parametrize("pool", [1, 2])
+def test_online_training_resumes_to_the_same_weights(tmp_path, pool):
+    p = f"data.synth_pool={pool}"
+    straight = fit(load_config(None, _tiny(tmp_path, "a", p)))
     assert straight["step"] == 6 and straight["images_seen"] == 24
-    first = fit(load_config(None, _tiny(tmp_path, "b", "train.stop_after=3")))
+    first = fit(load_config(None, _tiny(tmp_path, "b", p, "train.stop_after=3")))  # mid-pool with pool 2
     assert first["ended"] == "stop_after"
-    fit(load_config(None, _tiny(tmp_path, "b", "train.resume=auto")))
+    fit(load_config(None, _tiny(tmp_path, "b", p, "train.resume=auto")))
     a = torch.load(tmp_path / "a/last.pt", weights_only=True)["model"]
     b = torch.load(tmp_path / "b/last.pt", weights_only=True)["model"]
     for k in a:

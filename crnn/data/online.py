@@ -32,25 +32,30 @@ __all__ = ["SynthBatches", "OnlineBatchSampler"]
 
 
 class SynthBatches:
-    """Map-style dataset whose item ``b`` is the whole collated batch ``b`` (use with ``batch_size=None``).
+    """Map-style dataset whose item ``g`` is a list of ``pool`` collated batches (use with ``batch_size=None``):
+    batches ``g * pool .. (g + 1) * pool - 1``.
 
     Text lines, ``opts.line_len`` 0: each batch draws its length like a line of ``crnn-synth`` does (2..max_len, now
     and then 1) and every line of it has that length; a fixed ``line_len`` keeps every batch at it. Scene-text words
-    (English alphabets) keep their own lengths.
+    (English alphabets) keep their own lengths. ``pool`` > 1: the lines of the pool's batches are sorted by their
+    resized width and cut into batches again (in a seeded order), so that a batch pads its lines to a width close to
+    their own: lines of one length still differ in width (fonts, sizes, narrow digits and Latin letters).
     """
 
     def __init__(self, opts: SynthOptions, batch_size: int, seed: int, transform: Callable[[Image.Image], Any],
-                 collate: Callable[[list], Batch], batches_per_epoch: int, fonts: Sequence[str] | None = None) -> None:
-        if batch_size < 1 or batches_per_epoch < 1:
-            raise ValueError(f"batch_size and batches_per_epoch must be >= 1, got {batch_size}, {batches_per_epoch}")
-        self.opts, self.batch_size, self.seed = opts, batch_size, seed
+                 collate: Callable[[list], Batch], batches_per_epoch: int, fonts: Sequence[str] | None = None,
+                 pool: int = 1) -> None:
+        if batch_size < 1 or batches_per_epoch < 1 or pool < 1:
+            raise ValueError(f"batch_size, batches_per_epoch and pool must be >= 1, got {batch_size}, "
+                             f"{batches_per_epoch}, {pool}")
+        self.opts, self.batch_size, self.seed, self.pool = opts, batch_size, seed, pool
         self.transform, self.collate = transform, collate
         self.batches_per_epoch = batches_per_epoch
         self.fonts = tuple(fonts) if fonts else tuple(find_fonts(None, opts.split))
         check_options(opts, self.fonts)  # a missing font or word list fails here, not in a worker
 
     def __len__(self) -> int:
-        return self.batches_per_epoch
+        return self.batches_per_epoch // self.pool
 
     def length_of(self, b: int) -> int:
         """The number of characters of every line of batch ``b`` (0 for words: their lengths vary freely)."""
@@ -58,7 +63,8 @@ class SynthBatches:
             return 0
         return line_length(random.Random(f"{self.seed}/batch/{b}"), self.opts.max_len, self.opts.line_len)
 
-    def __getitem__(self, b: int) -> Batch:
+    def lines(self, b: int) -> list[tuple[Any, str]]:
+        """The transformed lines of batch ``b`` (samples ``b * batch_size ...`` of the seed), in order."""
         if b < 0:
             raise IndexError(f"batch {b} is negative")
         opts = dataclasses.replace(self.opts, line_len=self.length_of(b))
@@ -67,12 +73,23 @@ class SynthBatches:
         for i in range(first, first + self.batch_size):
             data, label = make_sample(i, self.seed, self.fonts, opts)
             items.append((self.transform(Image.open(io.BytesIO(data)).convert("RGB")), label))
-        return self.collate(items)
+        return items
+
+    def __getitem__(self, g: int) -> list[Batch]:
+        first = g * self.pool
+        if self.pool == 1:
+            return [self.collate(self.lines(first))]
+        items = [it for b in range(first, first + self.pool) for it in self.lines(b)]
+        items.sort(key=lambda it: it[0].shape[-1])  # stable: equal widths keep their order
+        chunks = [items[i:i + self.batch_size] for i in range(0, len(items), self.batch_size)]
+        random.Random(f"{self.seed}/pool/{g}").shuffle(chunks)  # not narrowest to widest in turn
+        return [self.collate(c) for c in chunks]
 
 
 class OnlineBatchSampler(Sampler[int]):
-    """Batch ids for one rank: epoch ``e`` covers ids ``e * n * world .. (e + 1) * n * world - 1``, rank ``r`` takes
-    every ``world``-th of them from ``r``. Every epoch renders new batches; ``set_epoch`` selects it."""
+    """Item ids (batches, or pools of batches) for one rank: epoch ``e`` covers ids ``e * n * world .. (e + 1) * n *
+    world - 1``, rank ``r`` takes every ``world``-th of them from ``r``. Every epoch renders new batches;
+    ``set_epoch`` selects it."""
 
     def __init__(self, batches_per_epoch: int, rank: int = 0, world_size: int = 1) -> None:
         if not 0 <= rank < world_size:
@@ -92,6 +109,6 @@ class OnlineBatchSampler(Sampler[int]):
         return iter(range(base + self.rank, base + self.n * self.world, self.world))
 
 
-def identity(batch: Batch) -> Batch:
+def identity(batches: list[Batch]) -> list[Batch]:
     """The loader's collate_fn: items are whole batches already (module level, so that workers can pickle it)."""
-    return batch
+    return batches

@@ -121,7 +121,7 @@ def _online_loader(cfg: Config, charset: Charset, rt: Runtime, geom: dict):
         return build_online_loader(synth_options(cfg, d.synth_style), charset, **geom, batch_size=d.batch_size,
                                    num_workers=d.num_workers, augment=d.augment, seed=d.synth_seed,
                                    batches_per_epoch=max(1, d.synth_num // (d.batch_size * rt.world_size)),
-                                   rank=rt.rank, world_size=rt.world_size)
+                                   rank=rt.rank, world_size=rt.world_size, pool=d.synth_pool)
     except (ValueError, NoFontsError) as e:
         raise TrainingError(f"data.synth_online: {e}") from None
 
