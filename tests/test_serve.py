@@ -137,10 +137,11 @@ def metric(text: str, name: str, **labels: str) -> float:
     return float(m.group(1)) if m else 0.0
 
 
-def tiny_checkpoint(path: Path, width: int = 48) -> Path:
-    """An untrained tiny alnum36 model (reads noise; fast)."""
+def tiny_checkpoint(path: Path, width: int = 48, keep_ratio: bool = False) -> Path:
+    """An untrained tiny alnum36 model (reads noise; fast); ``keep_ratio``: lines keep their width, as zh does."""
     cfg = Config()
     cfg.model.hidden, cfg.data.width = 16, width
+    cfg.data.keep_ratio = keep_ratio
     cs = Charset.from_spec("alnum36")
     torch.manual_seed(0)
     save_checkpoint(model_checkpoint(build_model("vgg_small", 1, cs.num_classes, 16).eval(), cfg, cs, step=1), path)
@@ -167,11 +168,17 @@ def tiny(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def servers(tiny):
+def line_model(tmp_path_factory) -> Path:
+    return tiny_checkpoint(tmp_path_factory.mktemp("serve") / "line.pt", keep_ratio=True)
+
+
+@pytest.fixture(scope="module")
+def servers(tiny, line_model):
     """Servers started at once: ``main`` (en + tiny, small limits), ``token``, ``slow`` (queue, timeout) and
     ``drain`` (stopped by its test)."""
     started = {
-        "main": Server(["--weights", "en", "--weights", f"tiny={tiny}", "--max-wait-ms", "100", "--max-images", "4",
+        "main": Server(["--weights", "en", "--weights", f"tiny={tiny}", "--weights", str(line_model),
+                        "--max-wait-ms", "100", "--max-images", "4",
                         "--max-image-bytes", "300KiB", "--max-pixels", "1000000", "--max-request-bytes", "1MiB"]),
         "token": Server(["--weights", str(tiny)], env={"CRNN_SERVE_TOKEN": "s3cret-token"}),
         "slow": Server(["--weights", str(tiny), "--max-batch", "8", "--max-wait-ms", "2500", "--max-queue", "2",
@@ -231,6 +238,28 @@ def test_readings_equal_recognizer_and_crnn_predict(servers, word_files, capsys)
     assert status == 200 and [r["text"] for r in answer["readings"]] == [r.text for r in beam]
     for r, w in zip(answer["readings"], beam):
         assert r["confidence"] == pytest.approx(w.confidence, rel=1e-4, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_keep_ratio_lines_of_many_widths_equal_recognizer(servers, line_model, tmp_path):
+    """A keep-ratio model: widths differ, so one request's images go to several batches; the order and the readings
+    stay those of crnn.Recognizer, also when 8 such requests come at once."""
+    s = servers["main"]
+    texts = ["a", "two words", "x1", "a longer line of text", "mid 42", "q", "zz top", "end"]
+    paths = []
+    for i, t in enumerate(texts):
+        paths.append(tmp_path / f"{i}.png")
+        paths[-1].write_bytes(render_png(t))
+    want = crnn.Recognizer(line_model, device="cpu").read([str(p) for p in paths])
+    requests = [[(p.name, p.read_bytes()) for p in paths[k:k + 4]] for k in (0, 4)] * 4
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda files: s.read(files, {"model": "line"}), requests))
+    for k, (status, answer) in enumerate(answers):
+        assert status == 200 and answer["model"] == "line", answer
+        expected = want[4 * (k % 2): 4 * (k % 2) + 4]
+        assert [r["text"] for r in answer["readings"]] == [w.text for w in expected]
+        for r, w in zip(answer["readings"], expected):
+            assert r["confidence"] == pytest.approx(w.confidence, rel=1e-4, abs=1e-9)
 
 
 @pytest.mark.slow
@@ -412,7 +441,9 @@ def test_models_health_and_metrics(servers):
     s = servers["main"]
     status, _, data = s.request("GET", "/v1/models")
     info = json.loads(data)
-    assert status == 200 and info["default"] == "en" and [m["name"] for m in info["models"]] == ["en", "tiny"]
+    assert status == 200 and info["default"] == "en"
+    assert [m["name"] for m in info["models"]] == ["en", "tiny", "line"]
+    assert info["models"][2]["keep_ratio"] is True and "max_width" in info["models"][2]
     en = info["models"][0]
     assert (en["variant"], en["classes"], en["height"], en["keep_ratio"]) == ("vgg_small", 37, 32, False)
     assert info["limits"]["max_images"] == 4 and info["limits"]["max_pixels"] == 1_000_000

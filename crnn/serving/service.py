@@ -7,7 +7,6 @@ lexicon, per-character confidences) on the decoding threads again; the event loo
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -22,7 +21,6 @@ from crnn.serving.images import Limits, open_image
 from crnn.serving.metrics import Metrics
 from crnn.serving.models import ModelSlot, ReadOptions, parse_weights
 
-log = logging.getLogger("crnn.serving")
 TOKEN_ENV = "CRNN_SERVE_TOKEN"
 RETRY_AFTER_S = 1
 
