@@ -53,11 +53,12 @@ START_S = 180  # a server's start-up (torch import, model load) on a busy 2-core
 
 # ---------------------------------------------------------------------------- a server in a subprocess
 class Server:
-    """``python -m crnn.cli.serve --port 0 ...`` in a subprocess; its stderr is collected as it comes."""
+    """``python -m crnn.cli.serve --port 0 ...`` (or ``python -c <python> ...``) in a subprocess; its stderr is
+    collected as it comes."""
 
-    def __init__(self, args: list[str], env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "crnn.cli.serve", "--host", "127.0.0.1", "--port", "0",
-                                      *args], cwd=REPO, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
+    def __init__(self, args: list[str], env: dict[str, str] | None = None, python: str | None = None) -> None:
+        cmd = ["-c", python, *args] if python else ["-m", "crnn.cli.serve", "--host", "127.0.0.1", "--port", "0", *args]
+        self.proc = subprocess.Popen([sys.executable, *cmd], cwd=REPO, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
         self.listening = threading.Event()
@@ -180,7 +181,8 @@ def servers(tiny, line_model):
         "main": Server(["--weights", "en", "--weights", f"tiny={tiny}", "--weights", str(line_model),
                         "--max-wait-ms", "100", "--max-images", "4",
                         "--max-image-bytes", "300KiB", "--max-pixels", "1000000", "--max-request-bytes", "1MiB"]),
-        "token": Server(["--weights", str(tiny)], env={"CRNN_SERVE_TOKEN": "s3cret-token"}),
+        "token": Server([str(tiny)], env={"CRNN_SERVE_TOKEN": "s3cret-token"},  # through the Python API
+                        python="import sys, crnn; sys.exit(crnn.serve(sys.argv[1], host='127.0.0.1', port=0))"),
         "slow": Server(["--weights", str(tiny), "--max-batch", "8", "--max-wait-ms", "2500", "--max-queue", "2",
                         "--max-images", "2", "--timeout", "1"]),
         "drain": Server(["--weights", str(tiny), "--max-wait-ms", "1500"]),
