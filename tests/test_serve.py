@@ -314,8 +314,10 @@ def bad_inputs() -> list[tuple[str, dict, int, str]]:
     return [
         ("not an image", {"files": [("a.txt", b"hello, this is text")]}, 400, "image 0 (a.txt): not an image"),
         ("truncated", {"files": [("t.png", word[: len(word) // 2])]}, 400, "image 0 (t.png): cannot decode"),
-        ("0x0", {"files": [("z.png", png_header_only(0, 0))]}, 400, "image 0 (z.png)"),
-        ("enormous header", {"files": [("e.png", png_header_only(100_000, 100_000))]}, 413, "Mpx"),
+        ("0x0", {"files": [("z.png", png_header_only(0, 0))]}, 400, "image 0 (z.png): the image is 0x0"),
+        ("no rows", {"files": [("r.png", png_header_only(30, 0))]}, 400, "the image is 30x0: it has no pixels"),
+        ("enormous header", {"files": [("e.png", png_header_only(100_000, 100_000))]}, 413,
+         "100000x100000 = 10000.0 Mpx, over the limit of 1 Mpx"),
         ("decompression bomb", {"files": [("b.png", bomb)]}, 413, "4000x4000 = 16.0 Mpx, over the limit of 1 Mpx"),
         ("bytes", {"files": [("big.png", big)]}, 413, "over the limit of 300 KiB per image"),
         ("empty file", {"files": [("e.png", b"")]}, 400, "empty"),

@@ -7,6 +7,7 @@ anything is decompressed, so a decompression bomb costs nothing.
 from __future__ import annotations
 
 import io
+import struct
 from dataclasses import dataclass
 
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -34,6 +35,24 @@ def _size(n: int) -> str:
     return f"{n / 1024:g} KiB" if n >= 1024 else f"{n} bytes"
 
 
+def header_size(data: bytes) -> tuple[int, int] | None:
+    """Width and height from a PNG or GIF header (PIL refuses to open a 0x0 one and only says it is unrecognised)."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR" and len(data) >= 24:
+        return struct.unpack(">II", data[16:24])
+    if data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
+        return struct.unpack("<HH", data[6:10])
+    return None
+
+
+def _check_size(w: int, h: int, where: str, limits: Limits) -> None:
+    """400 for an image without pixels, 413 for one over --max-pixels."""
+    if w * h > limits.max_pixels:
+        raise RequestError(413, f"{where}: {w}x{h} = {w * h / 1e6:.1f} Mpx, over the limit of "
+                                f"{limits.max_pixels / 1e6:g} Mpx (crnn-serve --max-pixels)")
+    if w == 0 or h == 0:
+        raise RequestError(400, f"{where}: the image is {w}x{h}: it has no pixels")
+
+
 def open_image(data: bytes, where: str, limits: Limits) -> Image.Image:
     """Decode ``data`` (any format PIL reads) or raise RequestError (400/413) naming ``where`` and the problem."""
     if len(data) > limits.max_image_bytes:
@@ -41,14 +60,12 @@ def open_image(data: bytes, where: str, limits: Limits) -> Image.Image:
                                 f"per image (crnn-serve --max-image-bytes)")
     if not data:
         raise RequestError(400, f"{where}: empty (0 bytes); send the image file's bytes")
+    size = header_size(data)
+    if size is not None:
+        _check_size(*size, where, limits)
     try:
         with Image.open(io.BytesIO(data)) as img:
-            w, h = img.size
-            if w * h > limits.max_pixels:
-                raise RequestError(413, f"{where}: {w}x{h} = {w * h / 1e6:.1f} Mpx, over the limit of "
-                                        f"{limits.max_pixels / 1e6:g} Mpx (crnn-serve --max-pixels)")
-            if w == 0 or h == 0:
-                raise RequestError(400, f"{where}: the image is {w}x{h}: it has no pixels")
+            _check_size(*img.size, where, limits)
             img.load()
             return ImageOps.exif_transpose(img)  # a decoded copy, rotated when the EXIF says so
     except RequestError:

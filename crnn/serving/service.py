@@ -103,8 +103,9 @@ class Service:
             self.batchers[name] = b
         loop = asyncio.get_running_loop()
         for slot in self.models.values():  # first pass allocates and picks kernels: not on a client's time
-            c, h = slot.engine.config.model.in_channels, slot.engine.transform.height
-            await loop.run_in_executor(self.inference, slot.forward, torch.zeros(1, c, h, 4 * h))
+            c, t = slot.engine.config.model.in_channels, slot.engine.transform
+            w = 4 * t.height if t.keep_ratio else t.width
+            await loop.run_in_executor(self.inference, slot.forward, torch.zeros(1, c, t.height, w))
         self.ready = True
         try:
             yield
