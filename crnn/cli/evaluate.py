@@ -129,12 +129,18 @@ def run(args: argparse.Namespace) -> dict:
 def write_html(out: str, summary: dict, recorded: list, max_errors: int):
     """The HTML report of every dataset in ``summary`` from its recorded samples; returns index.html's path."""
     from crnn.report.collect import image_reader
-    from crnn.report.render import DatasetInput, write_report
+    from crnn.report.render import DatasetInput, readable_names, write_report
 
-    inputs = [DatasetInput(row["path"], row, samples, image_reader(row["path"]))
-              for row, samples in zip(summary["datasets"], recorded)]
+    from crnn.metrics import protocol_warning
+
+    names = readable_names([row["path"] for row in summary["datasets"]])  # not this machine's absolute paths
+    inputs = [DatasetInput(name, row, samples, image_reader(row["path"]))
+              for name, row, samples in zip(names, summary["datasets"], recorded)]
+    warned = (protocol_warning(summary["protocol"], row["removed_share"], name)
+              for name, row in zip(names, summary["datasets"]))
+    meta = dict(summary, warnings=[w for w in warned if w])  # the page names the datasets as its headings do
     try:
-        return write_report(out, inputs, summary, max_errors=max_errors)
+        return write_report(out, inputs, meta, max_errors=max_errors)
     except OSError as e:
         raise UsageError(f"{out}: cannot write the report ({e.strerror or e}); pass a writable --report folder") from e
 
