@@ -126,8 +126,9 @@ def _header(meta: dict) -> str:
     step = f", step {meta['step']}" if meta.get("step") is not None else ""
     protocol = describe_protocol(meta.get("protocol_requested", ""), meta["protocol"])
     warnings = "".join(f'<p class="warn">{escape(w)}</p>' for w in meta.get("warnings", []))
+    weights = readable_path(str(meta["weights"]))
     return (f"<h1>Evaluation report</h1><table class='meta'>"
-            f"<tr><th>weights</th><td>{escape(readable_path(str(meta['weights'])))} ({escape(str(meta.get('variant')))}, "
+            f"<tr><th>weights</th><td>{escape(weights)} ({escape(str(meta.get('variant')))}, "
             f"{int(meta.get('num_classes', 1)) - 1} characters{step})</td></tr>"
             f"<tr><th>protocol</th><td>{escape(protocol)}"
             f"</td></tr><tr><th>decoder</th><td>{escape(str(meta.get('decoder')))}, "
