@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import math
 import uuid
 from contextlib import redirect_stderr, redirect_stdout
@@ -178,6 +179,30 @@ def test_batches_pad_by_repeating_the_last_column():
     batch = collate([(a, "x"), (b, "y")])
     assert batch.images.shape == (2, 1, 64, 192)
     assert torch.equal(batch.images[0, ..., 128:], a[..., -1:].expand(-1, -1, 64))
+
+
+def test_crnn_eval_reads_each_crop_as_crnn_predict_does(g2_converted, tmp_path, capsys, monkeypatch):
+    """Each crop at its own (EasyOCR-padded) width, not padded to the widest of its batch: the input crnn-predict and
+    EasyOCR's one-at-a-time read give the network, so the same text, in less time."""
+    from crnn.cli.evaluate import main as eval_main
+    from crnn.data.lmdb_io import write_lmdb
+    from crnn.model import CRNN
+
+    words = ["a", "Hello", "42", "crnn reads", "EasyOCR", "x", "long line of text", "ok"]
+    pngs = [render_png(w) for w in words]
+    write_lmdb(list(zip(pngs, words)), tmp_path / "set.lmdb")
+    rec = Recognizer.from_checkpoint(g2_converted, "cpu")
+    own = sorted(rec.preprocess(Image.open(io.BytesIO(b))).shape[-1] for b in pngs)
+    alone = rec.predict_images([Image.open(io.BytesIO(b)) for b in pngs])
+    seen: list[int] = []
+    forward = CRNN.forward
+    monkeypatch.setattr(CRNN, "forward", lambda self, x: seen.extend([x.shape[-1]] * len(x)) or forward(self, x))
+    assert eval_main(["--weights", str(g2_converted), "--data", str(tmp_path / "set.lmdb"), "--protocol", "exact",
+                      "--worst", "100", "--json", "--workers", "0", "--batch-size", "8"]) == 0
+    assert len(set(own)) >= 3 and sorted(seen) == own  # one batch of 8 crops of 3+ widths, each read at its own
+    row = json.loads(capsys.readouterr().out)["datasets"][0]
+    read = {e["label"]: e["pred"] for e in row["worst"]}  # an untrained network: every crop is an error
+    assert read == {w: text for w, (text, _) in zip(words, alone) if text != w}
 
 
 @needs_easyocr

@@ -17,7 +17,8 @@ EPILOG = """examples:
   crnn-eval --data svt_train/ --data data/val.lmdb --report report/   # then open report/index.html
 
 --data takes an LMDB, a folder of LMDBs (concatenated) or a folder with gt.txt (PATH<TAB>label lines).
-Images are resized as crnn-predict does it (a keep-ratio model reads each line at its own width, up to 4096 px).
+Images are resized and read as crnn-predict does it: a keep-ratio model reads each line at its own width (up to
+4096 px), batched with lines of the same width, never padded to the widest line of its batch.
 Metrics: word_acc = exact matches / samples after the protocol's normalisation (line accuracy for text
 lines); CER = edit distance / label characters (listed first for every alphabet but alnum36);
 1-NED = 1 - mean(edit distance / max(len(pred), len(label))) (ICDAR 2019, higher is better); --json key
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace) -> dict:
     from crnn.engine.checkpoint import load_checkpoint
     from crnn.engine.distributed import get_rank, get_world_size
     from crnn.engine.evaluate import evaluate
-    from crnn.infer import Recognizer, fallback_spec, resolve_weights
+    from crnn.infer import Recognizer, fallback_spec, read_at_own_width, resolve_weights
     from crnn.progress import track
     from crnn.report.collect import SampleRecorder, build_report_loader
 
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> dict:
         batches = track(loader, len(loader.sampler), desc=f"{PROG} {path}", unit="img", enabled=get_rank() == 0,
                         size=lambda b: len(b.labels) + getattr(b, "num_skipped", 0))
         t0 = time.perf_counter()
-        res = evaluate(model, batches, rec.charset, device, protocol=args.protocol, decoder=args.decoder,
+        res = evaluate(model, read_at_own_width(batches), rec.charset, device, protocol=args.protocol, decoder=args.decoder,
                        amp=args.amp, keep_errors=args.worst, max_examples=0, beam_width=args.beam_width,
                        on_batch=recorder)
         reports.append(DatasetReport(path, res, time.perf_counter() - t0))
