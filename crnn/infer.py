@@ -33,8 +33,9 @@ from crnn.engine.evaluate import autocast_context
 from crnn.model import CRNN
 
 __all__ = ["Recognizer", "Prediction", "InferenceError", "ImageReadError", "AMP_MODES", "IMAGE_EXTENSIONS",
-           "resolve_device", "load_image", "width_batches", "split_by_width", "read_at_own_width", "default_weights", "fallback_spec", "read_lexicon",
-           "WEIGHTS_BY_NAME", "weights_folder", "resolve_weights", "INFER_MAX_WIDTH", "SqueezeWarning"]
+           "resolve_device", "load_image", "width_batches", "split_by_width", "read_at_own_width", "default_weights",
+           "fallback_spec", "read_lexicon", "WEIGHTS_BY_NAME", "weights_folder", "resolve_weights", "INFER_MAX_WIDTH",
+           "SqueezeWarning"]
 
 AMP_MODES = ("off", "bf16", "fp16")
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pbm", ".pgm", ".ppm")

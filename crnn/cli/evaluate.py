@@ -119,9 +119,9 @@ def run(args: argparse.Namespace) -> dict:
         batches = track(loader, len(loader.sampler), desc=f"{PROG} {path}", unit="img", enabled=get_rank() == 0,
                         size=lambda b: len(b.labels) + getattr(b, "num_skipped", 0))
         t0 = time.perf_counter()
-        res = evaluate(model, read_at_own_width(batches), rec.charset, device, protocol=args.protocol, decoder=args.decoder,
-                       amp=args.amp, keep_errors=args.worst, max_examples=0, beam_width=args.beam_width,
-                       on_batch=recorder)
+        res = evaluate(model, read_at_own_width(batches), rec.charset, device, protocol=args.protocol,
+                       decoder=args.decoder, amp=args.amp, keep_errors=args.worst, max_examples=0,
+                       beam_width=args.beam_width, on_batch=recorder)
         reports.append(DatasetReport(path, res, time.perf_counter() - t0))
         recorded.append(recorder.gathered() if recorder else None)  # collective under torchrun
     summary = summarize(reports, weights, ckpt, rec, args, get_world_size(), str(device))
