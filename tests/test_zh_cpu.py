@@ -295,3 +295,28 @@ def test_shipped_recipe_is_the_cpu_one():
     assert cfg.model.variant == "vgg_small_w8" and cfg.model.charset == "zh_gb2312"
     assert cfg.data.synth_online and cfg.data.val == ["data/zh_bench/heldout"]
     assert cfg.train.protocol == "unicode"
+
+
+def test_plot_curve_draws_both_panels_and_names_a_missing_set(tmp_path, capsys):
+    import importlib.util
+
+    from PIL import Image
+
+    spec = importlib.util.spec_from_file_location("plot_curve", REPO / "scripts/plot_curve.py")
+    plot_curve = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plot_curve)
+    for name, cers in (("a", (0.6, 0.3, 0.1)), ("b", (0.7, 0.5, 0.4))):
+        (tmp_path / name).mkdir()
+        for i, cer in enumerate(cers, 1):
+            st = TrainState(step=500 * i, images_seen=32000 * i, cpu_seconds=600.0 * i)
+            metrics = {"data/heldout": {"cer": cer, "word_acc": 0.1, "ned_similarity": 0.5}}
+            append_curve(tmp_path / name, st, metrics, "cpu", 2, "bf16")
+    out = tmp_path / "curve.png"
+    args = [f"{tmp_path / 'a' / 'curve.tsv'}=new", f"{tmp_path / 'b' / 'curve.tsv'}=old", "--target", "0.03"]
+    assert plot_curve.main([*args, "--out", str(out)]) == 0
+    img = Image.open(out)
+    assert img.width == 2 * plot_curve.PANEL_W and img.height > plot_curve.PANEL_H
+    assert plot_curve.load(args[0], "heldout")[1][-1] == pytest.approx((0.5, 0.096, 0.1))
+    assert plot_curve.main([args[0], "--set", "nope", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "no rows for set 'nope'" in err and err.count("\n") == 1
