@@ -287,7 +287,8 @@ def test_append_curve_writes_the_header_once(tmp_path):
         lines = list(csv.reader(f, delimiter="\t"))
     assert lines[0] == list(COLUMNS) and len(lines) == 3
     row = dict(zip(COLUMNS, lines[1]))
-    assert row["lines_seen"] == "640" and row["cer"] == "0.25000" and row["amp"] == "bf16" and row["cpu_seconds"] == "12"
+    assert row["lines_seen"] == "640" and row["cer"] == "0.25000" and row["amp"] == "bf16"
+    assert row["cpu_seconds"] == "12.50" and row["wall_seconds"] == "7.00"
 
 
 def test_shipped_recipe_is_the_cpu_one():

@@ -101,7 +101,7 @@ def append_curve(out_dir: str | Path, st, metrics: dict[str, dict], device: str,
         if new:
             w.writerow(COLUMNS)
         for name, m in metrics.items():
-            w.writerow([st.step, st.images_seen, f"{st.cpu_seconds:.0f}", f"{st.wall_seconds:.0f}", name,
+            w.writerow([st.step, st.images_seen, f"{st.cpu_seconds:.2f}", f"{st.wall_seconds:.2f}", name,
                         f"{m.get('cer', float('nan')):.5f}", f"{m.get('word_acc', float('nan')):.5f}",
                         f"{m.get('ned_similarity', float('nan')):.5f}", cpu_name(), device, world_size,
                         torch.get_num_threads(), amp, socket.gethostname(), now])
