@@ -1,7 +1,7 @@
 """Learning curves as a picture: validation CER against CPU-hours and against lines seen, one line per run.
 
     python scripts/plot_curve.py weights/crnn_zh_lines_curve.tsv=CPU_recipe \\
-        benchmarks/zh_baseline_w4_curve.tsv=today --out weights/crnn_zh_lines_curve.png
+        benchmarks/zh_curves/baseline_w4.tsv=today --out weights/crnn_zh_lines_curve.png
     python scripts/plot_curve.py runs/zh/curve.tsv --set data/zh_bench/heldout --target 0.03
 
 Each argument is a curve.tsv that crnn-train writes beside its checkpoints (crnn/engine/curve.py), optionally
