@@ -115,6 +115,7 @@ class TrainConfig:
     base_val_num: int = 0  # >0: generate synthetic base-style held-out words at a missing base_val path
     base_protocol: str = "auto"  # base_val protocol; auto = that of the init_weights alphabet (alnum36: insensitive)
     freeze_cnn_steps: int = 0  # fine-tuning: the CNN is not trained during the first N steps; -1 = the whole run
+    ema_decay: float = 0.0  # >0 (e.g. 0.999): validate, save and ship a moving average of the weights
     tensorboard: bool = True
 
 
@@ -343,6 +344,8 @@ def validate(cfg: Config) -> None:
                           f"({cfg.data.batch_size}), got {cfg.data.synth_num}")
     if cfg.data.width < 8:
         raise ConfigError(f"data.width: must be at least 8 pixels, got {cfg.data.width}")
+    if not 0 <= cfg.train.ema_decay < 1:
+        raise ConfigError(f"train.ema_decay: must be 0 (off) or below 1, e.g. 0.999, got {cfg.train.ema_decay}")
     if cfg.data.pad == "easyocr" and not cfg.data.keep_ratio:
         raise ConfigError("data.pad: easyocr keeps the aspect ratio; set data.keep_ratio: true")
     if cfg.train.model_parallel and len(cfg.train.model_parallel) != 2:

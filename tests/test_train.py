@@ -156,7 +156,8 @@ def _initial_state(words_lmdb: Path, tmp_path: Path) -> dict:
 
 @pytest.mark.slow
 def test_ddp_ranks_hold_identical_parameters(tmp_path, words_lmdb):
-    """Every rank saves its own parameters through a test hook; they must be equal after several steps.
+    """Every rank saves its own parameters and weight average through a test hook; they must be equal after several
+    steps.
 
     (BatchNorm running statistics are per-rank between forwards — DDP broadcasts rank 0's before each forward.)
     """
@@ -168,18 +169,20 @@ def test_ddp_ranks_hold_identical_parameters(tmp_path, words_lmdb):
         "def save(name, model, *a, **k):\n"
         "    orig(name, model, *a, **k)\n"
         "    sd = dict(T.unwrap_model(model).named_parameters())\n"
+        "    sd.update({'avg.' + n: p for n, p in a[8].model.named_parameters()})\n"  # the weight average
         f"    torch.save(sd, r'{tmp_path}/rank%d.pt' % dist.get_rank())\n"
         "T._save = save\n"
         "from crnn.cli.train import main\n"
         "sys.exit(main(sys.argv[1:]))\n")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(script),
-           *_overrides(tmp_path, words_lmdb, None, "train.steps=3", "train.val_every=0", "train.save_every=0")]
+           *_overrides(tmp_path, words_lmdb, None, "train.steps=3", "train.val_every=0", "train.save_every=0",
+                       "train.ema_decay=0.9")]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env, cwd=REPO)
     assert res.returncode == 0, res.stderr[-3000:]
     r0 = torch.load(tmp_path / "rank0.pt", weights_only=True)
     r1 = torch.load(tmp_path / "rank1.pt", weights_only=True)
-    assert len(r0) == len(r1) > 10
+    assert len(r0) == len(r1) > 20 and any(k.startswith("avg.") for k in r0)
     for k in r0:
         assert torch.equal(r0[k], r1[k]), k
 

@@ -41,7 +41,7 @@ __all__ = [
 FORMAT = "crnn"
 VERSION = 1
 WRAPPER_PREFIXES = ("module.", "_orig_mod.")  # DataParallel/DDP, torch.compile
-TRAINING_STATE_KEYS = ("optimizer", "scheduler", "scaler", "rng")
+TRAINING_STATE_KEYS = ("optimizer", "scheduler", "scaler", "rng", "train_model")  # train_model: raw weights (EMA)
 STATE_KEYS = ("state_dict", "model", "model_state_dict", "net")  # where other projects keep the weights
 _PREFIX_NAMES = {
     "": "plain keys",

@@ -13,8 +13,9 @@ import torch
 
 from crnn.config import Config, dump_config
 from crnn.engine import distributed as D
-from crnn.engine.checkpoint import Checkpoint, CheckpointError, load_checkpoint, load_model_weights, \
-    model_checkpoint, save_checkpoint
+from crnn.engine.average import WeightAverage
+from crnn.engine.checkpoint import Checkpoint, CheckpointError, clean_state_dict, load_checkpoint, \
+    load_model_weights, model_checkpoint, save_checkpoint, unwrap_model
 from crnn.engine.runtime import Runtime, TrainingError
 
 log = logging.getLogger("crnn")
@@ -35,6 +36,7 @@ class TrainState:
     cpu_seconds: float = 0.0  # CPU time of every rank and its loader workers, over every sitting (crnn/engine/curve.py)
     wall_seconds: float = 0.0  # wall time of the training loop, over every sitting
     optimizer_restart: int = -1  # step at which the optimizer started afresh (resumed from a compact sitting pack)
+    ema_updates: int = 0  # updates of the weight average (train.ema_decay), over every sitting
     before: dict = field(default_factory=dict)  # metrics of data.val and train.base_val at step 0 (fine-tuning)
 
 
@@ -58,12 +60,15 @@ def _to_tuple(x):
     return tuple(_to_tuple(v) for v in x) if isinstance(x, (list, tuple)) else x
 
 
-def save_training_checkpoint(path: Path, model, cfg, charset, opt, sched, scaler, st: TrainState) -> None:
-    """Full training state to ``path`` (main process only; callers barrier afterwards)."""
-    ck = model_checkpoint(model, cfg, charset, kind="training", step=st.step, epoch=st.epoch,
-                          best_metric=st.best_metric, optimizer=opt.state_dict(), scheduler=sched.state_dict(),
-                          scaler=scaler.state_dict() if scaler else None, rng=rng_state(),
-                          state=vars(st).copy())
+def save_training_checkpoint(path: Path, model, cfg, charset, opt, sched, scaler, st: TrainState,
+                             average: WeightAverage | None = None) -> None:
+    """Full training state to ``path`` (main process only; callers barrier afterwards). With a weight average, the
+    average is the checkpoint's ``model`` (what every reader uses) and the raw weights are ``train_model``."""
+    extra = {"train_model": clean_state_dict(unwrap_model(model).state_dict())} if average is not None else {}
+    ck = model_checkpoint(average.model if average is not None else model, cfg, charset, kind="training",
+                          step=st.step, epoch=st.epoch, best_metric=st.best_metric, optimizer=opt.state_dict(),
+                          scheduler=sched.state_dict(), scaler=scaler.state_dict() if scaler else None,
+                          rng=rng_state(), state=vars(st).copy(), **extra)
     save_checkpoint(ck, path)
 
 
@@ -189,8 +194,8 @@ def restore(ck: Checkpoint, model, opt, sched, scaler, cfg: Config) -> TrainStat
         return restore_pack(ck, model, opt, sched, cfg)
     if ck.kind != "training":
         raise TrainingError(f"{path} holds weights only; use train.init_weights={path} to start from it")
-    try:
-        load_model_weights(model, ck.model_state, strict=True)
+    try:  # with a weight average (train.ema_decay), training continues from the raw weights
+        load_model_weights(model, ck.raw.get("train_model") or ck.model_state, strict=True)
     except CheckpointError as e:
         raise TrainingError(_checkpoint_problem("train.resume", path, e) + "; resume from another checkpoint "
                             "(e.g. best.pt) with train.resume=PATH, or start afresh with train.resume=none") from None

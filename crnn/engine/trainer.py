@@ -21,6 +21,7 @@ from crnn.charset import Charset
 from crnn.config import Config, dump_config
 from crnn.engine import distributed as D
 from crnn.engine.autotune import choose_amp
+from crnn.engine.average import WeightAverage
 from crnn.engine.curve import CostClock, append_curve
 from crnn.engine.checkpoint import CheckpointError, check_not_foreign, load_model_weights, unwrap_model
 from crnn.engine.evaluate import autocast_context, evaluate
@@ -362,11 +363,22 @@ def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, trai
     opt, scaler = build_optimizer(cfg, model), build_scaler(cfg, rt)
     sched = build_scheduler(cfg, opt, st)
     ck = resume_checkpoint(cfg, rt)  # one decision for the whole group, sent to every rank
+    averaged = None  # the weight average a resumed checkpoint holds (it then keeps the raw weights apart)
     if ck is not None:
         vars(st).update(vars(restore(ck, model, opt, sched, scaler, cfg)))
+        averaged = ck.model_state if "train_model" in ck.raw else None
         del ck
         if rt.rank > 0:
             seed_everything(t.seed + 1000 * rt.rank + st.step)
+    average = WeightAverage(bare, t.ema_decay, st.ema_updates) if t.ema_decay > 0 else None
+    if average is not None:
+        if averaged is not None:
+            average.load(averaged)
+        if rt.main:
+            log.info("weight average: decay %g (about the last %d steps), %s; validation, best.pt and last.pt's "
+                     "weights are the average", t.ema_decay, round(1 / (1 - t.ema_decay)),
+                     "continued" if averaged is not None else "started from the current weights")
+    del averaged
     if rt.main:  # only now that the data, model and checkpoint were accepted: a bad input leaves nothing behind
         create_output_dir(cfg)
         remove_stale_temporaries(out)
@@ -382,7 +394,8 @@ def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, trai
     try:
         agent = os.getppid() if rt.mode == "ddp" and "TORCHELASTIC_RUN_ID" in os.environ else None
         with StopFlag(rt.main, agent) as stop:
-            ended = _loop(cfg, rt, model, bare, charset, train_loader, vals, opt, sched, scaler, st, tb, stop, health)
+            ended = _loop(cfg, rt, model, bare, charset, train_loader, vals, opt, sched, scaler, st, tb, stop, health,
+                          average)
     finally:
         if tb is not None:
             tb.close()
@@ -397,16 +410,17 @@ def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, trai
 
 
 def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt: Runtime,
-          clock: CostClock | None = None) -> None:
+          clock: CostClock | None = None, average: WeightAverage | None = None) -> None:
     if clock is not None:  # the checkpoint carries the cost so far (every rank: a collective under DDP)
         clock.advance(st)
     if rt.main:
-        save_training_checkpoint(Path(cfg.train.output_dir) / name, model, cfg, charset, opt, sched, scaler, st)
+        save_training_checkpoint(Path(cfg.train.output_dir) / name, model, cfg, charset, opt, sched, scaler, st,
+                                 average)
     D.barrier()
 
 
 def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: TrainState, tb, stop,
-          health: Health) -> str:
+          health: Health, average: WeightAverage | None = None) -> str:
     """The step loop; returns why it ended: "done", "signal" (SIGINT/SIGTERM/SIGHUP/SIGUSR1) or "stop_after"."""
     t = cfg.train
     if len(loader) == 0:
@@ -416,7 +430,9 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
     meter, accum, nonfinite_run = Meter(), t.accum_steps, 0
     t_start, step0 = time.perf_counter(), st.step
     clock = CostClock(rt.device)
-    save = lambda name: _save(name, model, cfg, charset, opt, sched, scaler, st, rt, clock)  # noqa: E731
+    save = lambda name: _save(name, model, cfg, charset, opt, sched, scaler, st, rt, clock, average)  # noqa: E731
+    # with a weight average, the average is validated; the raw weights are scored beside it for the log
+    scored, raw = (model, None) if average is None else (average.model, model)
     micro = 0
     while st.step < t.steps:
         for batch in health.data.batches(batches_from, loader, st.epoch, st.batch_in_epoch):
@@ -431,6 +447,9 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
             if micro % accum:
                 continue
             ok = optimizer_step(model, opt, sched, scaler, cfg)
+            if ok and average is not None:
+                average.update(bare)
+                st.ema_updates = average.updates
             why = health.step_done(ok, scaler)
             st.step += 1
             if t.freeze_cnn_steps > 0 and st.step == t.freeze_cnn_steps:
@@ -443,8 +462,8 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
             stop.poll(rt.rank)
             signalled = D.any_rank(stop.signum is not None, rt.device)  # NCCL reduces only CUDA tensors
             if not signalled:  # on a signal, save at once: no validation that could outlast torchrun's grace time
-                _periodic(cfg, rt, model, charset, vals, st, tb, meter, t_start, step0, opt,
-                          save if nonfinite_run == 0 else None, health, clock)
+                _periodic(cfg, rt, scored, charset, vals, st, tb, meter, t_start, step0, opt,
+                          save if nonfinite_run == 0 else None, health, clock, raw)
             time_boxed = t.stop_after > 0 and st.step - step0 >= t.stop_after and st.step < t.steps
             if signalled or time_boxed:
                 save("last.pt")
@@ -458,7 +477,7 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
         else:
             st.epoch += 1
             st.batch_in_epoch = 0
-    acc = (_validate(cfg, rt, model, charset, vals, st, tb, health, clock)
+    acc = (_validate(cfg, rt, scored, charset, vals, st, tb, health, clock, raw)
            if t.val_every == 0 or st.step % t.val_every else None)
     if acc is not None and acc > st.best_metric:
         st.best_metric = acc
@@ -489,10 +508,14 @@ def _count_nonfinite(st: TrainState, run: int, cfg: Config, rt: Runtime, why: st
                             f"{t.max_nonfinite}): stopping; {kept} ({why or 'lower train.lr, or check the data'})")
 
 
-def _validate(cfg, rt, model, charset, vals, st: TrainState, tb, health, clock: CostClock | None) -> float | None:
-    """validate_all, then the learning curve: one curve.tsv row per data.val set with the cost so far."""
+def _validate(cfg, rt, model, charset, vals, st: TrainState, tb, health, clock: CostClock | None,
+              raw=None) -> float | None:
+    """validate_all, then the learning curve: one curve.tsv row per data.val set with the cost so far. ``raw``: the
+    raw weights when ``model`` is their average (train.ema_decay), scored on data.val for the log and TensorBoard."""
     metrics: dict = {}
     acc = validate_all(model, vals, charset, cfg, rt, st.step, tb, health, metrics)
+    if raw is not None and metrics:
+        _score_raw(raw, vals, charset, cfg, rt, st.step, tb, metrics)
     if clock is not None and metrics:
         clock.advance(st)
         if rt.main:
@@ -504,8 +527,22 @@ def _validate(cfg, rt, model, charset, vals, st: TrainState, tb, health, clock: 
     return acc
 
 
+def _score_raw(raw, vals, charset, cfg: Config, rt: Runtime, step: int, tb, averaged: dict) -> None:
+    """Score the raw weights on each data.val set and log them next to their average's figures."""
+    target = unwrap_model(raw) if rt.mode == "ddp" else raw
+    for name, loader in vals.items():
+        m = evaluate(target, loader, charset, rt.device, protocol=cfg.train.protocol, decoder=cfg.train.decoder,
+                     amp=cfg.train.amp, max_examples=0).metrics
+        if rt.main:
+            log.info("step %d: %s: weight average CER %.4f, word acc %.4f; raw weights CER %.4f, word acc %.4f", step,
+                     name, averaged[name]["cer"], averaged[name]["word_acc"], m["cer"], m["word_acc"])
+            if tb is not None:
+                tb.add_scalar(f"val_raw/{name}/cer", m["cer"], step)
+                tb.add_scalar(f"val_raw/{name}/word_acc", m["word_acc"], step)
+
+
 def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t_start, step0, opt, save,
-              health: Health | None = None, clock: CostClock | None = None) -> None:
+              health: Health | None = None, clock: CostClock | None = None, raw=None) -> None:
     """Logging, validation and checkpointing that happen every N steps.
 
     ``save`` is None while updates are being skipped for non-finite gradients: the checkpoints on disk then stay
@@ -535,7 +572,7 @@ def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t
             health.advise()
         meter.reset()
     if t.val_every and st.step % t.val_every == 0:
-        acc = _validate(cfg, rt, model, charset, vals, st, tb, health, clock)
+        acc = _validate(cfg, rt, model, charset, vals, st, tb, health, clock, raw)
         if acc is not None and acc > st.best_metric and save is not None:
             st.best_metric = acc
             save("best.pt")
