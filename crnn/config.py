@@ -41,6 +41,7 @@ class DataConfig:
     width: int = 100  # fixed width, or the cap with keep_ratio
     keep_ratio: bool = False
     max_width: int = 400
+    min_width: int = 8  # keep_ratio (pad=batch): narrower crops are stretched to this width; 100 = words as a 32x100 model reads them
     interpolation: str = "bilinear"  # resize filter: bilinear | bicubic
     mean: float = 0.5  # pixels are normalised as (pixel / 255 - mean) / std; 0.5 / 0.5 = [-1, 1]
     std: float = 0.5
@@ -61,6 +62,7 @@ class DataConfig:
     rehearsal_ratio: float = 0.5  # share of each training batch drawn from data.rehearsal
     rehearsal_num: int = 0  # >0: generate this many synthetic base-style words at data.rehearsal when missing
     rehearsal_seed: int = 7  # its seed (the base-style held-out set train.base_val_num uses another)
+    rehearsal_style: str = "default"  # the generated rehearsal words: default | street (crnn-synth --style street)
     synth_line_len: int = 0  # text lines: every generated line has this many characters (crnn-synth --line-len); 0 = 1..max_label_length
 
 
@@ -107,6 +109,8 @@ class TrainConfig:
     base_val_num: int = 0  # >0: generate synthetic base-style held-out words at a missing base_val path
     base_protocol: str = "auto"  # base_val protocol; auto = that of the init_weights alphabet (alnum36: insensitive)
     freeze_cnn_steps: int = 0  # fine-tuning: the CNN is not trained during the first N steps; -1 = the whole run
+    freeze_bn: bool = False  # fine-tuning: BatchNorm normalises with the starting statistics all run, never updated
+    base_pull: float = 0.0  # fine-tuning: L2-SP strength, loss += base_pull / 2 * ||w - w_init||^2 (0 = off)
     tensorboard: bool = True
 
 
@@ -126,6 +130,7 @@ CHOICES = {
     "data.interpolation": ("bilinear", "bicubic"),
     "data.pad": ("batch", "edge", "easyocr"),
     "data.synth_style": ("default", "street"),
+    "data.rehearsal_style": ("default", "street"),
     "train.parallel": ("auto", "none", "dp"),
     "train.backend": ("auto", "nccl", "gloo"),
     "train.amp": ("auto", "off", "fp16", "bf16"),
@@ -326,8 +331,13 @@ def validate(cfg: Config) -> None:
     if not 0 < cfg.data.rehearsal_ratio < 1:
         raise ConfigError(f"data.rehearsal_ratio: must be between 0 and 1 (the share of each batch), got "
                           f"{cfg.data.rehearsal_ratio}")
+    if cfg.train.base_pull < 0:
+        raise ConfigError(f"train.base_pull: must be 0 (off) or positive, got {cfg.train.base_pull}")
     if cfg.data.width < 8:
         raise ConfigError(f"data.width: must be at least 8 pixels, got {cfg.data.width}")
+    if not 1 <= cfg.data.min_width <= cfg.data.max_width:
+        raise ConfigError(f"data.min_width: must be between 1 and data.max_width ({cfg.data.max_width}), got "
+                          f"{cfg.data.min_width}")
     if cfg.data.pad == "easyocr" and not cfg.data.keep_ratio:
         raise ConfigError("data.pad: easyocr keeps the aspect ratio; set data.keep_ratio: true")
     if cfg.train.model_parallel and len(cfg.train.model_parallel) != 2:
