@@ -10,10 +10,10 @@ import importlib as _importlib
 import typing as _typing
 
 __version__ = "0.1.0"
-__all__ = ["Recognizer", "Reading", "TrainSummary", "load_config", "train", "evaluate"]
+__all__ = ["Recognizer", "Reading", "TrainSummary", "load_config", "train", "evaluate", "serve"]
 
 if _typing.TYPE_CHECKING:
-    from crnn.api import Reading, Recognizer, TrainSummary, evaluate, load_config, train  # noqa: F401
+    from crnn.api import Reading, Recognizer, TrainSummary, evaluate, load_config, serve, train  # noqa: F401
 
 
 def __getattr__(name: str) -> object:

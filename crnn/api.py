@@ -1,4 +1,5 @@
-"""The public Python API, exported as ``crnn.Recognizer``, ``crnn.load_config``, ``crnn.train`` and ``crnn.evaluate``.
+"""The public Python API, exported as ``crnn.Recognizer``, ``crnn.load_config``, ``crnn.train``, ``crnn.evaluate``
+and ``crnn.serve``.
 
     import crnn
     reader = crnn.Recognizer()                      # the shipped model in weights/ (English words; "zh": Chinese lines)
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     import torch
     from PIL import Image
 
-__all__ = ["Recognizer", "Reading", "TrainSummary", "load_config", "train", "evaluate"]
+__all__ = ["Recognizer", "Reading", "TrainSummary", "load_config", "train", "evaluate", "serve"]
 
 ImageInput = Union[str, os.PathLike, "Image.Image", "np.ndarray"]
 CHANNEL_ORDERS = ("RGB", "BGR")
@@ -354,3 +355,38 @@ def _raise_usage_error(error: type[Exception]):
     def refuse(message: str) -> None:
         raise error(message)
     return refuse
+
+
+# ----------------------------------------------------------------------------- serving
+def serve(weights: str | os.PathLike | Sequence[str | os.PathLike] | dict[str, str | os.PathLike] | None = None, *,
+          host: str = "127.0.0.1", port: int = 8000, token: str | None = None, device: str = "auto",
+          amp: str = "off", threads: int | None = None, max_batch: int = 32, max_wait_ms: float = 5.0,
+          max_queue: int = 256, timeout: float = 30.0, max_images: int = 64, max_image_bytes: int = 8 << 20,
+          max_pixels: int = 25_000_000, max_request_bytes: int = 32 << 20) -> int:
+    """Run the recognition service (``crnn-serve``) in this process until SIGTERM (returns 0) or Ctrl-C (130).
+
+    ``weights``: one model or several - shipped names ("en", "zh"), checkpoint paths (named by file stem),
+    ``"NAME=PATH"`` strings or a ``{name: weights}`` dict; the first is the default (None: "en"). ``token``: require
+    ``Authorization: Bearer TOKEN`` (None: ``$CRNN_SERVE_TOKEN`` if set). The other options are crnn-serve's
+    (``crnn-serve --help``). Needs the serve extra. Raises ServeError (a ValueError) for bad settings or a port in
+    use, and the loading errors of :class:`Recognizer` for bad weights, before anything is served.
+    """
+    from crnn.serving import Limits, ServeOptions, run
+    from crnn.serving.service import TOKEN_ENV
+
+    if weights is None:
+        specs = ["en"]
+    elif isinstance(weights, dict):
+        specs = [f"{name}={os.fspath(w)}" for name, w in weights.items()]
+    elif isinstance(weights, (str, os.PathLike)):
+        specs = [os.fspath(weights)]
+    else:
+        specs = [os.fspath(w) for w in weights]
+    limits = Limits(max_images=max_images, max_image_bytes=max_image_bytes, max_pixels=max_pixels,
+                    max_request_bytes=max_request_bytes)
+    opts = ServeOptions(weights=specs, host=host, port=port, token=token or os.environ.get(TOKEN_ENV) or None,
+                        device=device, amp=amp, threads=threads, max_batch=max_batch, max_wait_ms=max_wait_ms,
+                        max_queue=max_queue, timeout_s=timeout, limits=limits)
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="crnn.serve: %(message)s")
+    return run(opts)

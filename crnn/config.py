@@ -20,7 +20,9 @@ class ConfigError(ValueError):
 class ModelConfig:
     """Network shape and alphabet."""
 
-    variant: str = "vgg_small"  # vgg | vgg_small | resnet18 | vgg_clova (clovaai's VGG, T = W/4 - 1) | vgg_easyocr
+    # vgg | vgg_small | resnet18 | vgg_clova (clovaai's VGG, T = W/4 - 1) | vgg_easyocr
+    # | vgg_w8 / vgg_small_w8 (T = W/8: ~4 steps per square character, for Chinese lines)
+    variant: str = "vgg_small"
     in_channels: int = 1  # 1 = grayscale, 3 = RGB
     hidden: int = 0  # LSTM hidden size; 0 = the variant's default
     batch_norm: bool = True  # false: a BN-free network (batch-size independent; used by equivalence tests)
@@ -64,6 +66,12 @@ class DataConfig:
     rehearsal_seed: int = 7  # its seed (the base-style held-out set train.base_val_num uses another)
     rehearsal_style: str = "default"  # the generated rehearsal words: default | street (crnn-synth --style street)
     synth_line_len: int = 0  # text lines: every generated line has this many characters (crnn-synth --line-len); 0 = 1..max_label_length
+    synth_uniform_share: float = 0.10  # text lines: share of line pieces drawn uniformly from the alphabet (rare chars)
+    # true: the loader's workers render every training batch on the fly (data.synth_* settings, train.seed; lines of
+    # one batch share their length); data.train is not read, nothing is stored, no line repeats;
+    # data.synth_num = lines per (virtual) epoch
+    synth_online: bool = False
+    synth_pool: int = 1  # synth_online: render this many batches at a time and regroup their lines by width (less padding)
 
 
 @dataclass
@@ -125,7 +133,7 @@ class Config:
 
 TRAIN_SOURCE_KEYS = {"path", "ratio", "synth_seed", "synth_style"}
 CHOICES = {
-    "model.variant": ("vgg", "vgg_small", "resnet18", "vgg_clova", "vgg_easyocr"),
+    "model.variant": ("vgg", "vgg_small", "resnet18", "vgg_clova", "vgg_easyocr", "vgg_w8", "vgg_small_w8"),
     "model.unknown": ("reject", "drop"),
     "data.interpolation": ("bilinear", "bicubic"),
     "data.pad": ("batch", "edge", "easyocr"),
@@ -333,6 +341,13 @@ def validate(cfg: Config) -> None:
                           f"{cfg.data.rehearsal_ratio}")
     if cfg.train.base_pull < 0:
         raise ConfigError(f"train.base_pull: must be 0 (off) or positive, got {cfg.train.base_pull}")
+    if cfg.data.synth_pool < 1:
+        raise ConfigError(f"data.synth_pool: must be at least 1, got {cfg.data.synth_pool}")
+    if not 0 <= cfg.data.synth_uniform_share <= 1:
+        raise ConfigError(f"data.synth_uniform_share: must be within 0..1, got {cfg.data.synth_uniform_share}")
+    if cfg.data.synth_online and cfg.data.synth_num < cfg.data.batch_size:
+        raise ConfigError(f"data.synth_online: set data.synth_num (lines per epoch) to at least data.batch_size "
+                          f"({cfg.data.batch_size}), got {cfg.data.synth_num}")
     if cfg.data.width < 8:
         raise ConfigError(f"data.width: must be at least 8 pixels, got {cfg.data.width}")
     if not 1 <= cfg.data.min_width <= cfg.data.max_width:

@@ -17,7 +17,7 @@ import os
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import torch
@@ -33,8 +33,9 @@ from crnn.engine.evaluate import autocast_context
 from crnn.model import CRNN
 
 __all__ = ["Recognizer", "Prediction", "InferenceError", "ImageReadError", "AMP_MODES", "IMAGE_EXTENSIONS",
-           "resolve_device", "load_image", "width_batches", "default_weights", "fallback_spec", "read_lexicon",
-           "WEIGHTS_BY_NAME", "weights_folder", "resolve_weights", "INFER_MAX_WIDTH", "SqueezeWarning"]
+           "resolve_device", "load_image", "width_batches", "split_by_width", "read_at_own_width", "default_weights",
+           "fallback_spec", "read_lexicon", "WEIGHTS_BY_NAME", "weights_folder", "resolve_weights", "INFER_MAX_WIDTH",
+           "SqueezeWarning"]
 
 AMP_MODES = ("off", "bf16", "fp16")
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pbm", ".pgm", ".ppm")
@@ -177,6 +178,46 @@ def width_batches(widths: Sequence[int], batch_size: int) -> list[list[int]]:
             for s in range(0, len(idx), batch_size)]
 
 
+def split_by_width(batch):
+    """A right-padded :class:`~crnn.data.collate.Batch` -> batches of images of one unpadded width each, cut to it.
+
+    Every crop is then read at its own width, as :class:`Recognizer` reads it, not at the batch's widest: the padding
+    costs time and (through the bidirectional LSTM) can change the reading. Groups come in order of first
+    appearance; fields with one entry per image follow their images, ``num_skipped`` stays with the first group.
+    """
+    widths = [int(w) for w in batch.widths]
+    if len(set(widths)) <= 1 and (not widths or widths[0] == batch.images.shape[-1]):
+        return [batch]
+    groups: dict[int, list[int]] = {}
+    for i, w in enumerate(widths):
+        groups.setdefault(w, []).append(i)
+    n = len(widths)
+    targets = list(torch.split(batch.targets, [int(x) for x in batch.target_lengths])) if batch.targets.numel() else []
+    out = []
+    for k, (w, idx) in enumerate(groups.items()):
+        changes = {}
+        for f in fields(batch):
+            v = getattr(batch, f.name)
+            if f.name == "images":
+                changes[f.name] = v[idx, ..., :w]  # (b, C, H, w)
+            elif f.name == "targets":
+                changes[f.name] = torch.cat([targets[i] for i in idx]) if targets else v
+            elif f.name == "num_skipped":
+                changes[f.name] = v if k == 0 else 0
+            elif isinstance(v, torch.Tensor) and v.dim() > 0 and len(v) == n:
+                changes[f.name] = v[idx]
+            elif isinstance(v, (list, tuple)) and len(v) == n:
+                changes[f.name] = type(v)(v[i] for i in idx)
+        out.append(replace(batch, **changes))
+    return out
+
+
+def read_at_own_width(batches: Iterable) -> Iterator:
+    """:func:`split_by_width` over a loader: what ``crnn-eval`` feeds the model, so that it reads as crnn-predict."""
+    for batch in batches:
+        yield from split_by_width(batch)
+
+
 class Recognizer:
     """A CRNN in eval mode plus its charset and preprocessing; batched, ``inference_mode`` prediction.
 
@@ -200,6 +241,8 @@ class Recognizer:
         if amp == "fp16" and self.device.type != "cuda":
             raise InferenceError("amp=fp16 needs CUDA; use bf16 on CPU")
         self.model = model.to(self.device).eval()
+        if self.device.type == "cpu":  # oneDNN's convolutions run faster on NHWC (benchmarks/README.md, bench_predict)
+            self.model.to(memory_format=torch.channels_last)
         self.charset, self.config = charset, config
         self.amp, self.decoder, self.beam_width, self.batch_size = amp, decoder, beam_width, batch_size
         self.lexicon = list(lexicon) if lexicon is not None else None

@@ -39,17 +39,22 @@ def _conv(cin: int, cout: int, k: int = 3, p: int = 1, bn: bool = False) -> list
     return layers
 
 
-def vgg_backbone(in_channels: int, ch: tuple[int, ...], batch_norm: bool = True) -> nn.Sequential:
-    """The paper's 7-conv CNN: BN on conv 3/5/7, 2x2 pools then (2,1)-stride pools; H 32 -> 1, W -> W/4 + 1."""
+def vgg_backbone(in_channels: int, ch: tuple[int, ...], batch_norm: bool = True, stride8: bool = False) -> nn.Sequential:
+    """The paper's 7-conv CNN: BN on conv 3/5/7, 2x2 pools then (2,1)-stride pools; H 32 -> 1, W -> W/4 + 1.
+
+    ``stride8``: the third pool also halves the width (W -> W/8, conv 5-7 at half the width): text lines whose
+    characters are about as wide as tall (Chinese) get ~4 time steps per character instead of ~8, which halves the
+    sequence model, the output layer and CTC - the costly part with thousands of classes."""
     bn = batch_norm
+    pool3 = nn.MaxPool2d(2, 2) if stride8 else nn.MaxPool2d((2, 2), (2, 1), (0, 1))
     return nn.Sequential(
         *_conv(in_channels, ch[0]), nn.MaxPool2d(2, 2),  # [B, c0, 16, W/2]
         *_conv(ch[0], ch[1]), nn.MaxPool2d(2, 2),  # [B, c1, 8, W/4]
         *_conv(ch[1], ch[2], bn=bn),
-        *_conv(ch[2], ch[3]), nn.MaxPool2d((2, 2), (2, 1), (0, 1)),  # [B, c3, 4, W/4+1]
+        *_conv(ch[2], ch[3]), pool3,  # [B, c3, 4, W/4+1] (stride8: W/8)
         *_conv(ch[3], ch[4], bn=bn),
-        *_conv(ch[4], ch[5]), nn.MaxPool2d((2, 2), (2, 1), (0, 1)),  # [B, c5, 2, W/4+2]
-        *_conv(ch[5], ch[6], k=2, p=0, bn=bn),  # [B, c6, 1, W/4+1]
+        *_conv(ch[4], ch[5]), nn.MaxPool2d((2, 2), (2, 1), (0, 1)),  # [B, c5, 2, W/4+2] (stride8: W/8+1)
+        *_conv(ch[5], ch[6], k=2, p=0, bn=bn),  # [B, c6, 1, W/4+1] (stride8: W/8)
     )
 
 
@@ -90,6 +95,10 @@ def _vgg_length(width: int) -> int:
     return width // 2 // 2 + 1
 
 
+def _vgg8_length(width: int) -> int:
+    return width // 2 // 2 // 2
+
+
 def _clova_length(width: int) -> int:
     return width // 2 // 2 - 1
 
@@ -113,6 +122,10 @@ class Variant:
 VARIANTS: dict[str, Variant] = {
     "vgg": Variant(lambda c, bn: vgg_backbone(c, VGG_SPECS["vgg"].channels, bn), 512, 256, _vgg_length),
     "vgg_small": Variant(lambda c, bn: vgg_backbone(c, VGG_SPECS["vgg_small"].channels, bn), 256, 128, _vgg_length),
+    # text lines (Chinese): T = W/8, about 4 steps per square character; same weights as vgg / vgg_small
+    "vgg_w8": Variant(lambda c, bn: vgg_backbone(c, VGG_SPECS["vgg"].channels, bn, True), 512, 256, _vgg8_length),
+    "vgg_small_w8": Variant(lambda c, bn: vgg_backbone(c, VGG_SPECS["vgg_small"].channels, bn, True), 256, 128,
+                            _vgg8_length),
     "resnet18": Variant(resnet18_backbone, 512, 256, _resnet_length),
     "vgg_clova": Variant(vgg_clova_backbone, 512, 256, _clova_length),  # clovaai deep-text-recognition-benchmark
     # EasyOCR's generation-2 recogniser (english_g2, latin_g2, zh_sim_g2, ...): clovaai's VGG at width 256, both

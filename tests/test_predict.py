@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -178,6 +179,37 @@ def test_width_batches_groups_equal_widths_and_caps_batch_size():
     assert width_batches([], 4) == []
 
 
+def test_split_by_width_cuts_a_padded_batch_into_equal_width_batches():
+    from crnn.report.collect import IndexedBatch
+
+    images = torch.arange(3 * 4 * 12, dtype=torch.float32).reshape(3, 1, 4, 12)  # widths 8, 12, 8 padded to 12
+    batch = IndexedBatch(images, torch.tensor([1, 2, 3, 4, 5, 6]), torch.tensor([1, 3, 2]), ["a", "bcd", "ef"],
+                         torch.tensor([8, 12, 8]), num_skipped=2, indices=[10, 11, 12], sizes=[(8, 4), (12, 4), (8, 4)])
+    first, second = infer.split_by_width(batch)
+    assert type(first) is IndexedBatch and first.labels == ["a", "ef"] and second.labels == ["bcd"]
+    assert torch.equal(first.images, images[[0, 2], ..., :8]) and torch.equal(second.images, images[[1]])
+    assert first.targets.tolist() == [1, 5, 6] and first.target_lengths.tolist() == [1, 2]
+    assert second.targets.tolist() == [2, 3, 4] and first.widths.tolist() == [8, 8]
+    assert first.indices == [10, 12] and second.sizes == [(12, 4)]
+    assert (first.num_skipped, second.num_skipped) == (2, 0)  # counted once
+    same = replace(batch, widths=torch.tensor([12, 12, 12]))
+    kept = infer.split_by_width(same)
+    assert len(kept) == 1 and kept[0] is same  # nothing to cut: the batch itself
+
+
+def test_cpu_recognizer_runs_channels_last_with_the_same_readings(ckpts, images):
+    """oneDNN's NHWC convolutions are faster on a CPU; the text is that of the plain layout."""
+    rec = Recognizer.from_checkpoint(ckpts["keep_ratio"], device="cpu")
+    conv = [m for m in rec.model.modules() if isinstance(m, nn.Conv2d)][1]  # (the first takes 1 channel: any layout)
+    assert conv.weight.is_contiguous(memory_format=torch.channels_last) and not conv.weight.is_contiguous()
+    files = [str(images / p) for p in EXPECTED_ORDER]
+    fast = [(p.text, p.confidence) for p in rec.predict_paths(files)]
+    rec.model.to(memory_format=torch.contiguous_format)
+    plain = [(p.text, p.confidence) for p in rec.predict_paths(files)]
+    assert [t for t, _ in fast] == [t for t, _ in plain]
+    assert_same(fast, plain, rel=1e-4)
+
+
 # ---------------------------------------------------------------------------------------------- errors
 def test_unreadable_files_are_reported_and_others_predicted(ckpts, images, tmp_path, capsys):
     bad = tmp_path / "broken.png"
@@ -259,8 +291,9 @@ def test_benchmark_quick_mode_runs_and_writes_json(ckpts, images, tmp_path, caps
     spec.loader.exec_module(bench)
     (tmp_path / "gt.txt").write_text(f"{images / '2.png'}\tcat\n{images / '10.png'}\tdog\n")
     out = tmp_path / "bench.json"
-    assert bench.main(["--weights", str(ckpts["weights"]), "--data", str(tmp_path), "--no-tesseract",
+    assert bench.main(["--weights", str(ckpts["weights"]), "--data", str(tmp_path), "--no-tesseract", "--no-easyocr",
                        "--batch-size", "2", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result["images"] == 2 and result["results"][0]["failed"] == 0
     assert set(result["results"][0]) == {"name", "weights", "images", "seconds", "images_per_s", "word_acc", "failed"}
+    assert result["easyocr"] is None

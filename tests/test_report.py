@@ -21,7 +21,7 @@ from crnn.data.lmdb_io import write_lmdb
 from crnn.engine.checkpoint import model_checkpoint, save_checkpoint
 from crnn.model import build_model
 from crnn.report import analysis as A
-from crnn.report.render import DatasetInput, write_report
+from crnn.report.render import DatasetInput, readable_names, readable_path, write_report
 
 CRAFTED = [A.Sample(0, "cat", "cut", 0.9, 60, 20), A.Sample(1, "dog", "dg", 0.4, 60, 20),
            A.Sample(2, "sun", "sunn", 0.95, 90, 30), A.Sample(3, "cat", "cut", 0.2, 120, 30),
@@ -168,6 +168,24 @@ def test_cli_writes_the_report_and_both_metric_keys(tiny, tmp_path, capsys):
     assert f"{errors:,} errors" in html and "<b>8</b><span>images</span>" in html
     assert "&lt;b&gt;&amp;amp;" in html  # the label "<b>&amp;" shown as those characters
     assert "--report DIR" in subprocess_help()
+
+
+def test_report_names_datasets_and_weights_as_a_reader_knows_them(tiny, tmp_path, monkeypatch, capsys):
+    """Not this machine's absolute paths: relative to the current directory under it, else the folder's name."""
+    work = tmp_path / "work"
+    (work / "sets").mkdir(parents=True)
+    shutil.copytree(tiny["lmdb"], work / "sets" / "set.lmdb")
+    monkeypatch.chdir(work)
+    assert main(["--weights", str(tiny["weights"]), "--data", str(work / "sets" / "set.lmdb"), "--data",
+                 str(tiny["lmdb"]) + "/", "--report", "r", "--workers", "0"]) == 0
+    capsys.readouterr()
+    html = (work / "r" / "index.html").read_text(encoding="utf-8")
+    assert str(tmp_path) not in html and str(tiny["dir"]) not in html
+    assert "<h2>sets/set.lmdb</h2>" in html and "<h2>set.lmdb</h2>" in html  # under the cwd; elsewhere: its name
+    assert "<td>tiny.pt (vgg_small" in html
+    assert readable_names(["/a/x/val", "/b/y/val", "/a/x/val", "/c/train"], cwd="/d") == [
+        "x/val", "y/val", "x/val", "train"]  # two different folders named alike: one more part each
+    assert readable_path("/d/e/", cwd="/d") == "e" and readable_path("/d", cwd="/d") == "d"
 
 
 def test_unwritable_report_folder_is_a_one_line_error(tiny, tmp_path, capsys):

@@ -27,6 +27,7 @@ from crnn.engine.checkpoint import (
     load_model_weights,
     model_checkpoint,
     save_checkpoint,
+    sitting_pack,
     weights_only_checkpoint,
 )
 from crnn.foreign import (
@@ -115,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "ratio, right-pad to --width by repeating the last column)")
     p.add_argument("--weights-only", action="store_true", help="drop optimizer/scheduler/scaler/rng (for shipping)")
     p.add_argument("--half", action="store_true", help="store floating weights as fp16 (implies --weights-only)")
+    p.add_argument("--pack", action="store_true", help="a sitting pack of a training checkpoint (last.pt): fp16 "
+                   "weights plus the run's counters (step, lines seen, CPU-seconds), a few MB to commit; "
+                   "train.resume=OUT continues the run on any machine (its optimizer starts afresh)")
     p.add_argument("--force", action="store_true", help="overwrite OUT if it exists (even when OUT is IN)")
     p.add_argument("--info", action="store_true", help="describe IN (layout, size, variant, charset, step) and exit")
     return p
@@ -359,6 +363,15 @@ def _run(args: argparse.Namespace) -> None:
     ckpt = load_checkpoint(src)
     if args.to == "easyocr":
         export_easyocr(ckpt, dst, args)
+        return
+    if args.pack:
+        if ckpt.kind != "training" or not isinstance(ckpt.raw.get("state"), dict):
+            raise UsageError(f"--pack needs a training checkpoint (a run's last.pt); {src} holds weights only")
+        save_checkpoint(sitting_pack(ckpt.raw), dst)
+        state = ckpt.raw["state"]
+        print(f"wrote {dst} ({_size(dst)}): a sitting pack at step {state.get('step')} "
+              f"({state.get('images_seen', 0):,} lines seen, {state.get('cpu_seconds', 0) / 3600:.2f} CPU-hours); "
+              f"continue with train.resume={dst}")
         return
     if args.source or args.to in TARGETS:
         obj = import_foreign(ckpt, args) if args.source else export_foreign(ckpt, args.to)

@@ -17,7 +17,8 @@ EPILOG = """examples:
   crnn-eval --data svt_train/ --data data/val.lmdb --report report/   # then open report/index.html
 
 --data takes an LMDB, a folder of LMDBs (concatenated) or a folder with gt.txt (PATH<TAB>label lines).
-Images are resized as crnn-predict does it (a keep-ratio model reads each line at its own width, up to 4096 px).
+Images are resized and read as crnn-predict does it: a keep-ratio model reads each line at its own width (up to
+4096 px), batched with lines of the same width, never padded to the widest line of its batch.
 Metrics: word_acc = exact matches / samples after the protocol's normalisation (line accuracy for text
 lines); CER = edit distance / label characters (listed first for every alphabet but alnum36);
 1-NED = 1 - mean(edit distance / max(len(pred), len(label))) (ICDAR 2019, higher is better); --json key
@@ -96,7 +97,8 @@ def run(args: argparse.Namespace) -> dict:
     from crnn.engine.checkpoint import load_checkpoint
     from crnn.engine.distributed import get_rank, get_world_size
     from crnn.engine.evaluate import evaluate
-    from crnn.infer import Recognizer, fallback_spec, resolve_weights
+    from crnn.infer import Recognizer, fallback_spec, read_at_own_width, resolve_weights
+    from crnn.progress import track
     from crnn.report.collect import SampleRecorder, build_report_loader
 
     device = _setup_device(args.device)
@@ -114,10 +116,12 @@ def run(args: argparse.Namespace) -> dict:
                        max_width=rec.transform.max_width, channels=channels, batch_size=args.batch_size,
                        num_workers=args.workers, rank=get_rank(), world_size=get_world_size(),
                        **preprocess_options(d))
+        batches = track(loader, len(loader.sampler), desc=f"{PROG} {path}", unit="img", enabled=get_rank() == 0,
+                        size=lambda b: len(b.labels) + getattr(b, "num_skipped", 0))
         t0 = time.perf_counter()
-        res = evaluate(model, loader, rec.charset, device, protocol=args.protocol, decoder=args.decoder,
-                       amp=args.amp, keep_errors=args.worst, max_examples=0, beam_width=args.beam_width,
-                       on_batch=recorder)
+        res = evaluate(model, read_at_own_width(batches), rec.charset, device, protocol=args.protocol,
+                       decoder=args.decoder, amp=args.amp, keep_errors=args.worst, max_examples=0,
+                       beam_width=args.beam_width, on_batch=recorder)
         reports.append(DatasetReport(path, res, time.perf_counter() - t0))
         recorded.append(recorder.gathered() if recorder else None)  # collective under torchrun
     summary = summarize(reports, weights, ckpt, rec, args, get_world_size(), str(device))
@@ -129,12 +133,18 @@ def run(args: argparse.Namespace) -> dict:
 def write_html(out: str, summary: dict, recorded: list, max_errors: int):
     """The HTML report of every dataset in ``summary`` from its recorded samples; returns index.html's path."""
     from crnn.report.collect import image_reader
-    from crnn.report.render import DatasetInput, write_report
+    from crnn.report.render import DatasetInput, readable_names, write_report
 
-    inputs = [DatasetInput(row["path"], row, samples, image_reader(row["path"]))
-              for row, samples in zip(summary["datasets"], recorded)]
+    from crnn.metrics import protocol_warning
+
+    names = readable_names([row["path"] for row in summary["datasets"]])  # not this machine's absolute paths
+    inputs = [DatasetInput(name, row, samples, image_reader(row["path"]))
+              for name, row, samples in zip(names, summary["datasets"], recorded)]
+    warned = (protocol_warning(summary["protocol"], row["removed_share"], name)
+              for name, row in zip(names, summary["datasets"]))
+    meta = dict(summary, warnings=[w for w in warned if w])  # the page names the datasets as its headings do
     try:
-        return write_report(out, inputs, summary, max_errors=max_errors)
+        return write_report(out, inputs, meta, max_errors=max_errors)
     except OSError as e:
         raise UsageError(f"{out}: cannot write the report ({e.strerror or e}); pass a writable --report folder") from e
 

@@ -120,12 +120,12 @@ def load_recognizer(args: argparse.Namespace):
 
 
 def _progress(preds: Iterator, total: int) -> Iterator:
-    """A progress bar on stderr when the output goes to a file and stderr is a terminal."""
-    if total < 200 or sys.stdout.isatty() or not sys.stderr.isatty():
-        return preds
-    from tqdm import tqdm
+    """Progress on stderr while the predictions go to a file or pipe (a bar on a terminal, else periodic lines)."""
+    from crnn.progress import is_terminal, track
 
-    return tqdm(preds, total=total, unit="img", desc=PROG, file=sys.stderr)
+    if total < 200 or is_terminal(sys.stdout):
+        return preds
+    return track(preds, total, desc=PROG, unit="img")
 
 
 def write_predictions(preds: Iterable, fmt: str, out: TextIO, err: TextIO) -> int:

@@ -51,7 +51,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     p.add_argument("--preview", metavar="PNG", help="write a contact sheet of the first --num (<= 300) images")
     p.add_argument("--list-fonts", action="store_true", help="print the usable fonts and exit")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress (a bar on a terminal, a line every 30 s in a log)")
     args = p.parse_args(argv)
     if not (args.out or args.preview or args.list_fonts):
         p.error("give --out OUT.lmdb (or --preview PNG, or --list-fonts)")

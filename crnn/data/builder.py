@@ -5,11 +5,10 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from tqdm import tqdm
-
 from crnn.data.datasets import DatasetError, decode_image
 from crnn.data.label_files import LabelFormat
 from crnn.data.lmdb_io import write_lmdb
+from crnn.progress import track
 
 
 @dataclass
@@ -77,7 +76,7 @@ def _valid_samples(images: str, gt: str, report: BuildReport, strict: bool, prog
     """Yield ``(image bytes, label)`` for good lines; record bad ones in ``report``."""
     with open(gt, "rb") as f:
         lines = f.readlines()
-    for lineno, raw in enumerate(tqdm(lines, desc="validate", unit="line", disable=not progress), 1):
+    for lineno, raw in enumerate(track(lines, desc="validate", unit="line", enabled=progress), 1):
         try:
             sample, reason = _check_line(raw, lineno, gt, images, fmt)
         except DatasetError as e:

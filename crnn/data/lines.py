@@ -172,13 +172,14 @@ def _latin(rng: random.Random, charset: str) -> str:
     return w if set(w) <= chars else w.lower() if set(w.lower()) <= chars else ""
 
 
-def _piece(rng: random.Random, charset: str, corpus: Corpus | None, first: bool) -> tuple[str, bool]:
+def _piece(rng: random.Random, charset: str, corpus: Corpus | None, first: bool,
+           uniform_share: float = UNIFORM_SHARE) -> tuple[str, bool]:
     """One piece of a line and whether it wants spaces around it (Latin words in Chinese text often do)."""
     uniform, units, punct, pcum, pairs = _pools(charset)
     r = rng.random()
-    if corpus is None or r < UNIFORM_SHARE:
+    if corpus is None or r < uniform_share:
         return _uniform(rng, uniform, rng.randint(1, 3) if corpus is not None else rng.randint(1, 8)), False
-    r -= UNIFORM_SHARE
+    r -= uniform_share
     if r < PUNCT_SHARE and not first and punct:
         return punct[bisect.bisect_right(pcum, rng.random() * pcum[-1])], False
     r -= PUNCT_SHARE
@@ -201,14 +202,18 @@ def line_length(rng: random.Random, max_len: int, fixed: int = 0) -> int:
     return 1 if max_len == 1 or rng.random() < 0.03 else rng.randint(2, max_len)
 
 
-def compose_line(rng: random.Random, charset: str, n: int, corpus: Corpus | None) -> str:
-    """A line of exactly ``n`` characters (no space at either end, no double spaces), or "" when it fails."""
+def compose_line(rng: random.Random, charset: str, n: int, corpus: Corpus | None,
+                 uniform_share: float = UNIFORM_SHARE) -> str:
+    """A line of exactly ``n`` characters (no space at either end, no double spaces), or "" when it fails.
+
+    ``uniform_share``: the share of pieces drawn uniformly from the alphabet (1-3 characters each), which is what
+    makes rare characters appear; the corpus words (by frequency) give up that share."""
     space = " " in W.label_rules(charset)[0]
     uniform_only = corpus is None or rng.random() < UNIFORM_LINE_SHARE
     out: list[str] = []
     size = 0
     while size < n + 2:
-        piece, spaced = _piece(rng, charset, None if uniform_only else corpus, not out)
+        piece, spaced = _piece(rng, charset, None if uniform_only else corpus, not out, uniform_share)
         if not piece:
             continue
         if out and space and (spaced or rng.random() < SPACE_SHARE) and out[-1] != " ":
@@ -224,7 +229,8 @@ def sample_line(rng: random.Random, opts: W.TextOptions) -> str:
     """A text line for ``opts.charset``: ``opts.line_len`` characters, or 1..``opts.max_len``."""
     corpus = load_corpus(opts.charset, opts.words, opts.split)
     for _ in range(100):
-        text = compose_line(rng, opts.charset, line_length(rng, opts.max_len, opts.line_len), corpus)
+        text = compose_line(rng, opts.charset, line_length(rng, opts.max_len, opts.line_len), corpus,
+                            getattr(opts, "uniform_share", UNIFORM_SHARE))
         if text:
             return text
     raise TextSourceError(f"cannot compose text lines for charset {opts.charset!r}")

@@ -16,7 +16,8 @@ from contextlib import contextmanager
 from itertools import islice
 
 import lmdb
-from tqdm import tqdm
+
+from crnn.progress import track
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +127,7 @@ def _write_all(samples: Iterable[tuple[bytes, str]], path: str, commit_every: in
     """Write every sample in chunks of ``commit_every`` plus ``num-samples``; return the count."""
     env = lmdb.open(path, map_size=map_size, subdir=True, meminit=False)
     try:
-        it: Iterator = iter(tqdm(samples, total=total, desc="lmdb", unit="img", disable=not progress))
+        it: Iterator = iter(track(samples, total, desc="lmdb", unit="img", enabled=progress))
         count = 0
         while True:
             chunk = _encode_chunk(islice(it, commit_every), start=count + 1)

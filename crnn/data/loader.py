@@ -121,6 +121,56 @@ def build_train_loader(sources: Sequence[dict[str, Any]], charset: Charset, *, h
     return TrainLoader(loader, sampler, per_batch)
 
 
+class PooledTrainLoader(TrainLoader):
+    """A TrainLoader whose DataLoader yields lists of ``pool`` batches (:class:`crnn.data.online.SynthBatches`):
+    iterated, counted and skipped in batches."""
+
+    def __init__(self, loader: DataLoader, sampler: SkippableSampler, pool: int) -> None:
+        super().__init__(loader, sampler, 1)
+        self.pool = pool
+        self._drop = 0
+
+    def __len__(self) -> int:
+        return len(self.loader) * self.pool
+
+    def __iter__(self) -> Iterator[Batch]:
+        drop, self._drop = self._drop, 0
+        for group in self.loader:
+            yield from group[drop:]
+            drop = 0
+
+    def skip_batches(self, n: int) -> Iterator[Batch]:
+        """Iterate the current epoch from batch ``n`` on: whole pools are skipped unrendered."""
+        self.sampler.skip_next(n // self.pool)
+        self._drop = n % self.pool
+        return iter(self)
+
+
+def build_online_loader(opts: Any, charset: Charset, *, height: int, width: int, keep_ratio: bool, max_width: int,
+                        channels: int, batch_size: int, num_workers: int, augment: bool, seed: int,
+                        batches_per_epoch: int, rank: int = 0, world_size: int = 1, interpolation: str = "bilinear",
+                        mean: float = 0.5, std: float = 0.5, pad: str = "batch", pool: int = 1) -> TrainLoader:
+    """Training loader whose workers render every batch on the fly (:mod:`crnn.data.online`): ``opts`` is the
+    generator's SynthOptions, ``seed`` its seed; ``pool`` batches at a time are regrouped by line width; rank ``r``
+    of ``world_size`` takes every ``world_size``-th pool."""
+    from crnn.data.online import OnlineBatchSampler, SynthBatches, identity
+
+    transform = make_transform(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
+                               channels=channels, augment=augment, interpolation=interpolation, mean=mean, std=std,
+                               pad=pad)
+    collate = make_collate(charset, height=height, width=width, keep_ratio=keep_ratio, channels=channels, pad=pad)
+    per_epoch = max(pool, batches_per_epoch - batches_per_epoch % pool)
+    dataset = SynthBatches(opts, batch_size, seed, transform, collate, per_epoch, pool=pool)
+    sampler = SkippableSampler(OnlineBatchSampler(per_epoch // pool, rank, world_size))
+    loader = DataLoader(dataset, batch_size=None, sampler=sampler, collate_fn=identity, num_workers=num_workers,
+                        pin_memory=torch.cuda.is_available(), persistent_workers=num_workers > 0,
+                        prefetch_factor=max(1, 4 // pool) if num_workers > 0 else None)
+    log.info("train data: rendered on the fly (%s, seed %d), batches of %d lines of one length each%s, %d batches "
+             "per epoch on rank %d, new text every epoch", opts.charset, seed, batch_size,
+             f", regrouped by width {pool} batches at a time" if pool > 1 else "", per_epoch, rank)
+    return PooledTrainLoader(loader, sampler, pool)
+
+
 def build_eval_loader(path: str, *, height: int, width: int, keep_ratio: bool, max_width: int, channels: int,
                       batch_size: int, num_workers: int, rank: int = 0, world_size: int = 1,
                       interpolation: str = "bilinear", mean: float = 0.5, std: float = 0.5,

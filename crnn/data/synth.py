@@ -33,7 +33,7 @@ from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 from crnn.charset import Charset
 from crnn.data.fonts import CJK_FONT_PACKAGES, SPLITS, FontInfo, NoFontsError, find_fonts, font_picker, load_font, uncovered
-from crnn.data.lines import describe
+from crnn.data.lines import UNIFORM_SHARE, describe
 from crnn.data.text import sample_text
 from crnn.data.words import RENDERABLE, label_rules, text_label, text_mode
 
@@ -67,6 +67,7 @@ class SynthOptions:
     # train: no held-out CJK font, no held-out corpus word | heldout: only those (validation) | all
     split: str = "train"
     clutter: bool = True  # fragments of neighbouring text at the crop's edges (a benchmark's clean labels: False)
+    uniform_share: float = UNIFORM_SHARE  # lines: share of pieces drawn uniformly from the alphabet (rare characters)
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
@@ -81,6 +82,8 @@ class SynthOptions:
             raise ValueError(f"text must be auto, words or lines, got {self.text!r}")
         if self.line_len < 0 or self.line_len > self.max_len:
             raise ValueError(f"line_len must be 0 (varied) or 1..max_len ({self.max_len}), got {self.line_len}")
+        if not 0.0 <= self.uniform_share <= 1.0:
+            raise ValueError(f"uniform_share must be within 0..1, got {self.uniform_share}")
         if self.line_len and text_mode(self) == "words":
             raise ValueError("line_len needs text lines (--text lines); scene-text words have varied lengths")
 

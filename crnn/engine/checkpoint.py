@@ -35,7 +35,7 @@ from crnn.model import CRNN, build_model
 __all__ = [
     "CheckpointError", "Checkpoint", "unwrap_model", "clean_state_dict", "add_prefix", "detect_prefix",
     "save_checkpoint", "load_checkpoint", "load_model_weights", "build_from_checkpoint", "weights_only_checkpoint",
-    "model_checkpoint", "describe_prefix", "TRAINING_STATE_KEYS", "check_not_foreign",
+    "model_checkpoint", "describe_prefix", "TRAINING_STATE_KEYS", "check_not_foreign", "sitting_pack",
 ]
 
 FORMAT = "crnn"
@@ -416,6 +416,14 @@ def weights_only_checkpoint(ckpt_raw: dict, half: bool = False) -> dict:
     if half and key is not None:
         out[key] = _half_state(out[key])
         out["dtype"] = "float16"
+    return out
+
+
+def sitting_pack(ckpt_raw: dict) -> dict:
+    """A training checkpoint as a sitting pack: fp16 weights and the run's counters, no optimizer state (a few MB,
+    worth committing at the end of each sitting of a run that spans many; ``train.resume`` continues from it)."""
+    out = weights_only_checkpoint(ckpt_raw, half=True)
+    out["resumable"] = True
     return out
 
 

@@ -39,9 +39,21 @@ def lr_factor(step: int, cfg: Config) -> float:
     return t.min_lr_ratio + (1 - t.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
 
 
-def build_scheduler(cfg: Config, opt: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LambdaLR:
-    """LambdaLR over :func:`lr_factor` (state is just the step count, so resume is exact)."""
-    return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg))
+def rewarm_factor(step: int, restart: int, warmup: int) -> float:
+    """After the optimizer started afresh at step ``restart`` (a run resumed from a sitting pack, with no Adam moments):
+    a linear warm-up over ``warmup`` steps, so that the first updates with fresh moments stay small."""
+    if restart < 0 or warmup <= 0 or step < restart:
+        return 1.0
+    return min(1.0, (step - restart + 1) / warmup)
+
+
+def build_scheduler(cfg: Config, opt: torch.optim.Optimizer, state=None) -> torch.optim.lr_scheduler.LambdaLR:
+    """LambdaLR over :func:`lr_factor` (state is just the step count, so resume is exact). ``state``: the run's
+    TrainState, whose ``optimizer_restart`` (set when resuming from a sitting pack) adds :func:`rewarm_factor`."""
+    def factor(s: int) -> float:
+        restart = getattr(state, "optimizer_restart", -1) if state is not None else -1
+        return lr_factor(s, cfg) * rewarm_factor(s, restart, cfg.train.warmup_steps)
+    return torch.optim.lr_scheduler.LambdaLR(opt, factor)
 
 
 def build_scaler(cfg: Config, rt: Runtime) -> torch.amp.GradScaler | None:

@@ -32,6 +32,9 @@ class TrainState:
     skipped_images: int = 0
     unfit_labels: int = 0
     nonfinite_steps: int = 0
+    cpu_seconds: float = 0.0  # CPU time of every rank and its loader workers, over every sitting (crnn/engine/curve.py)
+    wall_seconds: float = 0.0  # wall time of the training loop, over every sitting
+    optimizer_restart: int = -1  # step at which the optimizer started afresh (resumed from a compact sitting pack)
     before: dict = field(default_factory=dict)  # metrics of data.val and train.base_val at step 0 (fine-tuning)
 
 
@@ -84,7 +87,9 @@ def look_at(path: str | Path | None, read_step: bool) -> Sighting:
         return Sighting(host, str(path), "ok")
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-        step = obj["step"] if obj.get("kind") == "training" and isinstance(obj.get("step"), int) else None
+        pack = obj.get("kind") == "weights" and obj.get("resumable") is True  # a sitting pack resumes too
+        step = obj["step"] if obj.get("kind") == "training" or pack else None
+        step = step if isinstance(step, int) else None
     except Exception:  # damaged or foreign: the rank that loads it reports what is wrong, by name
         step = None
     return Sighting(host, str(path), "unreadable" if step is None else "ok", -1 if step is None else step)
@@ -150,9 +155,38 @@ def resume_checkpoint(cfg: Config, rt: Runtime) -> Checkpoint | None:
                             "(e.g. best.pt) with train.resume=PATH, or start afresh with train.resume=none") from None
 
 
+def is_sitting_pack(ck: Checkpoint) -> bool:
+    """A weights-only file that still carries a run's counters (``crnn-convert-ckpt last.pt PACK --pack``): what a run
+    that spans sittings commits at the end of each one (fp16 weights, step, lines seen, cost; a few MB), and resumes
+    from on any machine."""
+    return ck.kind == "weights" and ck.raw.get("resumable") is True and isinstance(ck.raw.get("state"), dict)
+
+
+def restore_pack(ck: Checkpoint, model, opt, sched, cfg: Config) -> TrainState:
+    """Resume from a sitting pack: its weights and counters, the schedule at its step; the optimizer has no state to
+    load, so Adam's moments start afresh and the learning rate is warmed up again over train.warmup_steps."""
+    try:
+        load_model_weights(model, {k: v.float() if v.is_floating_point() else v for k, v in ck.model_state.items()},
+                           strict=True)
+    except CheckpointError as e:
+        raise TrainingError(_checkpoint_problem("train.resume", ck.path, e)) from None
+    st = TrainState(**{k: v for k, v in ck.raw["state"].items() if k in TrainState.__dataclass_fields__})
+    st.optimizer_restart = st.step
+    sched.last_epoch = st.step
+    for group, base, factor in zip(opt.param_groups, sched.base_lrs, sched.lr_lambdas):
+        group["lr"] = base * factor(st.step)
+    sched._last_lr = [g["lr"] for g in opt.param_groups]
+    log.info("resumed from the sitting pack %s at step %d (%d lines seen, %.1f CPU-hours so far); it holds no "
+             "optimizer state: %s starts afresh, its learning rate warmed up again over %d steps", ck.path, st.step,
+             st.images_seen, st.cpu_seconds / 3600, cfg.train.optimizer, cfg.train.warmup_steps)
+    return st
+
+
 def restore(ck: Checkpoint, model, opt, sched, scaler, cfg: Config) -> TrainState:
-    """Load a training checkpoint into model/optimizer/scheduler/scaler and return its counters."""
+    """Load a training checkpoint (or a sitting pack) into model/optimizer/scheduler/scaler; return its counters."""
     path = ck.path
+    if is_sitting_pack(ck):
+        return restore_pack(ck, model, opt, sched, cfg)
     if ck.kind != "training":
         raise TrainingError(f"{path} holds weights only; use train.init_weights={path} to start from it")
     try:

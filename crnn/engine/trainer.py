@@ -21,6 +21,7 @@ from crnn.charset import Charset
 from crnn.config import Config, dump_config
 from crnn.engine import distributed as D
 from crnn.engine.autotune import choose_amp
+from crnn.engine.curve import CostClock, append_curve
 from crnn.engine.checkpoint import CheckpointError, check_not_foreign, load_model_weights, unwrap_model
 from crnn.engine.evaluate import autocast_context, evaluate
 from crnn.engine.alphabet_change import fit_alphabet
@@ -47,8 +48,8 @@ def prepare_data(cfg: Config) -> None:
     wherever it runs; :func:`fit` runs it on rank 0 first, then on each machine's local rank 0). A train entry's
     ``synth_seed`` / ``synth_style`` override ``data.synth_seed`` / ``data.synth_style`` for that source."""
     d = cfg.data
-    jobs = [(s["path"], d.synth_num, s.get("synth_seed", d.synth_seed), s.get("synth_style", d.synth_style))
-            for s in d.train]
+    jobs = [] if d.synth_online else [(s["path"], d.synth_num, s.get("synth_seed", d.synth_seed),
+                                       s.get("synth_style", d.synth_style)) for s in d.train]
     jobs += [(p, d.synth_val_num, d.synth_seed + 10_000_019, d.synth_style) for p in d.val]
     for path, num, seed, style in jobs:
         if Path(path).exists() or num <= 0:
@@ -69,7 +70,8 @@ def synth_options(cfg: Config, style: str = "default"):
     from crnn.data.words import text_mode
 
     lines = SynthOptions(charset=cfg.model.charset, height=cfg.data.height, max_len=cfg.data.max_label_length,
-                         text="lines", style=style, line_len=cfg.data.synth_line_len)
+                         text="lines", style=style, line_len=cfg.data.synth_line_len,
+                         uniform_share=cfg.data.synth_uniform_share)
     if text_mode(SynthOptions(charset=cfg.model.charset)) == "lines":
         return lines
     return SynthOptions(text="words", style=style)
@@ -84,13 +86,16 @@ def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
     d = cfg.data
     geom = dict(height=d.height, width=d.width, keep_ratio=d.keep_ratio, max_width=d.max_width,
                 channels=cfg.model.in_channels, **preprocess_options(d))
-    try:
-        train = build_train_loader(training_sources(cfg), charset, **geom, batch_size=d.batch_size,
-                                   num_workers=d.num_workers,
-                                   max_label_length=d.max_label_length, augment=d.augment, seed=cfg.train.seed,
-                                   rank=rt.rank, world_size=rt.world_size)
-    except DatasetError as e:
-        raise TrainingError(f"data.train: {e}") from None
+    if d.synth_online:
+        train = _online_loader(cfg, charset, rt, geom)
+    else:
+        try:
+            train = build_train_loader(training_sources(cfg), charset, **geom, batch_size=d.batch_size,
+                                       num_workers=d.num_workers,
+                                       max_label_length=d.max_label_length, augment=d.augment, seed=cfg.train.seed,
+                                       rank=rt.rank, world_size=rt.world_size)
+        except DatasetError as e:
+            raise TrainingError(f"data.train: {e}") from None
     vals = {}
     for p in d.val:
         try:
@@ -102,6 +107,23 @@ def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
     for loader in (train.loader, *vals.values(), *vals.base.values()):
         loader.worker_init_fn = functools.partial(_worker_init, loader.worker_init_fn)
     return train, vals
+
+
+def _online_loader(cfg: Config, charset: Charset, rt: Runtime, geom: dict):
+    """data.synth_online: batches rendered by the loader's workers (:mod:`crnn.data.online`)."""
+    from crnn.data.loader import build_online_loader
+    from crnn.data.synth import NoFontsError
+
+    d = cfg.data
+    if rt.main:
+        log.info("data.synth_online: every training batch is rendered on the fly; data.train is not read")
+    try:
+        return build_online_loader(synth_options(cfg, d.synth_style), charset, **geom, batch_size=d.batch_size,
+                                   num_workers=d.num_workers, augment=d.augment, seed=d.synth_seed,
+                                   batches_per_epoch=max(1, d.synth_num // (d.batch_size * rt.world_size)),
+                                   rank=rt.rank, world_size=rt.world_size, pool=d.synth_pool)
+    except (ValueError, NoFontsError) as e:
+        raise TrainingError(f"data.synth_online: {e}") from None
 
 
 def _worker_init(previous, worker_id: int) -> None:
@@ -189,8 +211,9 @@ def check_label_length(cfg: Config, bare: nn.Module) -> None:
 
 
 def validate_all(model, vals: dict, charset, cfg: Config, rt: Runtime, step: int, tb,
-                 health: Health | None = None) -> float | None:
-    """Validate on every configured set; return the mean word accuracy (None without validation sets)."""
+                 health: Health | None = None, metrics_out: dict | None = None) -> float | None:
+    """Validate on every configured set; return the mean word accuracy (None without validation sets).
+    ``metrics_out`` receives each data.val set's metrics by name."""
     if not vals:
         return None
     target = unwrap_model(model) if rt.mode == "ddp" else model
@@ -203,6 +226,8 @@ def validate_all(model, vals: dict, charset, cfg: Config, rt: Runtime, step: int
         if health is not None:
             health.validation(name, res, step)
         accs.append(res.metrics["word_acc"])
+        if metrics_out is not None:
+            metrics_out[name] = res.metrics
         if isinstance(vals, ValSets):
             vals.last[name] = {k: res.metrics[k] for k in KEPT_METRICS}
     if isinstance(vals, ValSets):
@@ -341,7 +366,7 @@ def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, trai
                  count_parameters(bare) / 1e6, charset.num_classes, bare.output_length(cfg.data.width), cfg.data.width)
         check_label_length(cfg, bare)
     opt, scaler = build_optimizer(cfg, model), build_scaler(cfg, rt)
-    sched = build_scheduler(cfg, opt)
+    sched = build_scheduler(cfg, opt, st)
     ck = resume_checkpoint(cfg, rt)  # one decision for the whole group, sent to every rank
     if ck is not None:
         vars(st).update(vars(restore(ck, model, opt, sched, scaler, cfg)))
@@ -378,7 +403,10 @@ def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, trai
             "data_wait_share": health.data.run_share(), "health": list(health.warnings)}
 
 
-def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt: Runtime) -> None:
+def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt: Runtime,
+          clock: CostClock | None = None) -> None:
+    if clock is not None:  # the checkpoint carries the cost so far (every rank: a collective under DDP)
+        clock.advance(st)
     if rt.main:
         save_training_checkpoint(Path(cfg.train.output_dir) / name, model, cfg, charset, opt, sched, scaler, st)
     D.barrier()
@@ -394,7 +422,8 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
     model.train()
     meter, accum, nonfinite_run = Meter(), t.accum_steps, 0
     t_start, step0 = time.perf_counter(), st.step
-    save = lambda name: _save(name, model, cfg, charset, opt, sched, scaler, st, rt)  # noqa: E731
+    clock = CostClock(rt.device)
+    save = lambda name: _save(name, model, cfg, charset, opt, sched, scaler, st, rt, clock)  # noqa: E731
     micro = 0
     while st.step < t.steps:
         for batch in health.data.batches(batches_from, loader, st.epoch, st.batch_in_epoch):
@@ -422,7 +451,7 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
             signalled = D.any_rank(stop.signum is not None, rt.device)  # NCCL reduces only CUDA tensors
             if not signalled:  # on a signal, save at once: no validation that could outlast torchrun's grace time
                 _periodic(cfg, rt, model, charset, vals, st, tb, meter, t_start, step0, opt,
-                          save if nonfinite_run == 0 else None, health)
+                          save if nonfinite_run == 0 else None, health, clock)
             time_boxed = t.stop_after > 0 and st.step - step0 >= t.stop_after and st.step < t.steps
             if signalled or time_boxed:
                 save("last.pt")
@@ -436,7 +465,7 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
         else:
             st.epoch += 1
             st.batch_in_epoch = 0
-    acc = (validate_all(model, vals, charset, cfg, rt, st.step, tb, health)
+    acc = (_validate(cfg, rt, model, charset, vals, st, tb, health, clock)
            if t.val_every == 0 or st.step % t.val_every else None)
     if acc is not None and acc > st.best_metric:
         st.best_metric = acc
@@ -467,8 +496,23 @@ def _count_nonfinite(st: TrainState, run: int, cfg: Config, rt: Runtime, why: st
                             f"{t.max_nonfinite}): stopping; {kept} ({why or 'lower train.lr, or check the data'})")
 
 
+def _validate(cfg, rt, model, charset, vals, st: TrainState, tb, health, clock: CostClock | None) -> float | None:
+    """validate_all, then the learning curve: one curve.tsv row per data.val set with the cost so far."""
+    metrics: dict = {}
+    acc = validate_all(model, vals, charset, cfg, rt, st.step, tb, health, metrics)
+    if clock is not None and metrics:
+        clock.advance(st)
+        if rt.main:
+            append_curve(cfg.train.output_dir, st, metrics, rt.device.type, rt.world_size, cfg.train.amp)
+            if tb is not None:
+                for name, m in metrics.items():
+                    tb.add_scalar(f"curve/{name}/cer_vs_cpu_seconds", m["cer"], int(st.cpu_seconds))
+                    tb.add_scalar(f"curve/{name}/cer_vs_lines_seen", m["cer"], st.images_seen)
+    return acc
+
+
 def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t_start, step0, opt, save,
-              health: Health | None = None) -> None:
+              health: Health | None = None, clock: CostClock | None = None) -> None:
     """Logging, validation and checkpointing that happen every N steps.
 
     ``save`` is None while updates are being skipped for non-finite gradients: the checkpoints on disk then stay
@@ -498,7 +542,7 @@ def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t
             health.advise()
         meter.reset()
     if t.val_every and st.step % t.val_every == 0:
-        acc = validate_all(model, vals, charset, cfg, rt, st.step, tb, health)
+        acc = _validate(cfg, rt, model, charset, vals, st, tb, health, clock)
         if acc is not None and acc > st.best_metric and save is not None:
             st.best_metric = acc
             save("best.pt")

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from crnn.foreign.common import (ForeignFormatError, Imported, check_fits, clova_dims, fill_batches_tracked,
-                                 need, rename)
-from crnn.foreign.detect import clova_problem
+from crnn.foreign.common import (ForeignFormatError, Imported, check_fits, clova_dims, clova_problem,
+                                 fill_batches_tracked, need, rename)
 from crnn.model import build_model
 
 __all__ = ["to_ours", "CLOVA_WIDTHS"]

@@ -1,15 +1,28 @@
-"""What every foreign-checkpoint module shares: the result type, the error type, renaming and checking keys."""
+"""What every foreign-checkpoint module shares: the repositories' names, the result and error types, renaming and
+checking keys, and the clovaai layout that clovaai's and EasyOCR's files have in common.
+
+The ground of crnn.foreign: it imports no other module of the package; the importers (one module per source) stand
+on it, and detection (:mod:`crnn.foreign.detect`) stands on them.
+"""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.nn as nn
 
-from crnn.foreign.detect import SOURCES
+__all__ = ["SOURCES", "ForeignFormatError", "Imported", "need", "rename", "check_fits", "conv_bn_layers",
+           "fill_batches_tracked", "clova_dims", "clova_problem", "CLOVA_PREFIXES"]
 
-__all__ = ["ForeignFormatError", "Imported", "need", "rename", "check_fits", "conv_bn_layers"]
+SOURCES = {
+    "meijieru": "meijieru/crnn.pytorch",
+    "sierkinhane": "Sierkinhane/CRNN_Chinese_Characters_Rec",
+    "clovaai": "clovaai/deep-text-recognition-benchmark",
+    "easyocr": "JaidedAI/EasyOCR",
+}
+CLOVA_PREFIXES = ("Transformation.", "FeatureExtraction.", "SequenceModeling.", "Prediction.")
 
 
 class ForeignFormatError(ValueError):
@@ -99,3 +112,19 @@ def clova_dims(state: dict, source: str) -> tuple[int, int, int]:
         raise ForeignFormatError(f"FeatureExtraction.ConvNet.0.weight takes {in_channels} input channels; "
                                  "crnn supports 1 or 3")
     return in_channels, hidden, num_classes
+
+
+def clova_problem(keys: list[str]) -> str:
+    """Why a clovaai-layout state dict is not None-VGG-BiLSTM-CTC ("" when it is)."""
+    if any(k.startswith("Transformation.") for k in keys):
+        return "it has a TPS rectification stage (Transformation.*), which crnn does not have"
+    if any(k.startswith(("Prediction.attention_cell.", "Prediction.generator.")) for k in keys):
+        return "its prediction head is attention (Prediction.attention_cell.*); crnn decodes CTC only"
+    feats = [k for k in keys if k.startswith("FeatureExtraction.")]
+    if any("GRCL" in k for k in feats):
+        return "its feature extractor is RCNN (GRCL blocks); crnn imports the VGG extractor only"
+    if any(not re.match(r"^FeatureExtraction\.ConvNet\.\d+\.", k) for k in feats):
+        return "its feature extractor is ResNet; crnn imports the VGG extractor only"
+    if not any(k.startswith("SequenceModeling.") for k in keys):
+        return "it has no BiLSTM (SequenceModeling None); crnn needs the BiLSTM sequence model"
+    return ""

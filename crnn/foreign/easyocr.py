@@ -25,13 +25,13 @@ import torch
 import yaml
 
 from crnn.charset import Charset, CharsetError
-from crnn.foreign.common import (ForeignFormatError, Imported, check_fits, clova_dims, fill_batches_tracked,
-                                 need, rename)
-from crnn.foreign.detect import detect
+from crnn.foreign.common import (CLOVA_PREFIXES, ForeignFormatError, Imported, check_fits, clova_dims,
+                                 clova_problem, fill_batches_tracked, need, rename)
 from crnn.model import build_model
 
 __all__ = ["to_ours", "from_ours", "g2_models", "model_name", "find_charset", "read_custom_yaml", "EasyOcrCharset",
-           "custom_model_files", "VARIANT", "HEIGHT", "MAX_WIDTH", "G2_WIDTHS"]
+           "custom_model_files", "recognise", "VARIANT", "HEIGHT", "MAX_WIDTH", "G2_WIDTHS", "CRAFT_PROBLEM",
+           "G1_PROBLEM"]
 
 VARIANT, HEIGHT = "vgg_easyocr", 64
 MAX_WIDTH = 4096  # EasyOCR reads a crop at any width; crnn's cap (wider crops are squeezed to it)
@@ -40,6 +40,13 @@ G2_WIDTHS = ("EasyOCR's generation-2 network (output_channel 256: convs 32-64-12
 PREFIXES = [("FeatureExtraction.ConvNet.", "cnn."), ("SequenceModeling.0.rnn.", "rnn1.lstm."),
             ("SequenceModeling.0.linear.", "rnn1.proj."), ("SequenceModeling.1.rnn.", "rnn2.lstm."),
             ("SequenceModeling.1.linear.", "rnn2.proj."), ("Prediction.", "head.")]
+CRAFT_PREFIXES = ("basenet.", "upconv", "conv_cls.")  # EasyOCR's text detector, craft_mlt_25k.pth
+G2_CONV0 = 32  # EasyOCR's generation-2 VGG (output_channel 256) starts with 32 channels, clovaai's with 64
+G1_HIDDEN = 512  # EasyOCR's generation-1 recognisers: clovaai's ResNet extractor with hidden_size 512
+CRAFT_PROBLEM = ("it is EasyOCR's CRAFT text detector (basenet.*, upconv*, conv_cls.*: craft_mlt_25k.pth), not a "
+                 "recogniser; crnn reads the word crops a detector finds")
+G1_PROBLEM = ("it is an EasyOCR generation-1 recogniser (ResNet feature extractor, hidden 512: latin.pth, "
+              "chinese.pth, ...); crnn imports the generation-2 ones (VGG, *_g2.pth)")
 NETWORK_PY = '''"""Network of an EasyOCR custom recogniser written by crnn-convert-ckpt --to easyocr:
 EasyOCR's own generation-2 model (easyocr/model/vgg_model.py), Model(input_channel, output_channel, hidden_size,
 num_class)."""
@@ -58,6 +65,28 @@ def model_name(path: str | Path) -> str | None:
     """The shipped model a file name stands for (``english_g2.pth`` -> english_g2, ``telugu.pth`` -> telugu_g2)."""
     stem = Path(path).stem
     return next((n for n, m in g2_models().items() if stem in (n, Path(m["filename"]).stem)), None)
+
+
+def _dim(state: dict[str, torch.Tensor], key: str, dim: int) -> int | None:
+    t = state.get(key)
+    return int(t.shape[dim]) if isinstance(t, torch.Tensor) and t.dim() > dim else None
+
+
+def recognise(state: dict[str, torch.Tensor]) -> str | None:
+    """Whether a plain-keyed state dict is an EasyOCR file: "" for a generation-2 recogniser crnn imports, the
+    reason for one of its files crnn cannot import (CRAFT, generation 1), None when it is not EasyOCR's."""
+    keys = list(state)
+    if keys and all(k.startswith(CRAFT_PREFIXES) for k in keys):
+        return CRAFT_PROBLEM
+    if not keys or not all(k.startswith(CLOVA_PREFIXES) for k in keys):
+        return None
+    if not clova_problem(keys) and _dim(state, "FeatureExtraction.ConvNet.0.weight", 0) == G2_CONV0:
+        return ""
+    resnet = any(k.startswith("FeatureExtraction.ConvNet.conv0_1.") for k in keys)
+    g1 = resnet and _dim(state, "SequenceModeling.0.rnn.weight_hh_l0", 1) == G1_HIDDEN
+    if g1 and "Prediction.weight" in state and not any(k.startswith("Transformation.") for k in keys):
+        return G1_PROBLEM
+    return None
 
 
 @dataclass
@@ -127,9 +156,11 @@ def find_charset(spec: str | None, num_classes: int, path: str | Path) -> EasyOc
 
 def to_ours(state: dict[str, torch.Tensor], height: int = HEIGHT, max_width: int = MAX_WIDTH) -> Imported:
     """Map a plain-keyed EasyOCR generation-2 state dict onto crnn's ``vgg_easyocr`` (a rename)."""
-    det = detect(state)
-    if det is not None and det.problem:
-        raise ForeignFormatError(det.problem)
+    keys = list(state)
+    problem = recognise(state) or (clova_problem(keys) if keys and all(k.startswith(CLOVA_PREFIXES) for k in keys)
+                                   else "")
+    if problem:
+        raise ForeignFormatError(problem)
     in_channels, hidden, num_classes = clova_dims(state, "easyocr")
     mapped, origin = rename(state, PREFIXES, "easyocr")
     expected = build_model(VARIANT, in_channels, num_classes, hidden).state_dict()

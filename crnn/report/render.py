@@ -59,12 +59,37 @@ def _thumbnail(img: Image.Image) -> Image.Image:
     return img
 
 
+def readable_path(path: str | os.PathLike, cwd: str | os.PathLike | None = None, parts: int = 1) -> str:
+    """A path as a reader of the report knows it: relative to ``cwd`` (default: the current directory) when it lies
+    under it, else its last ``parts`` components (the folder's or file's name), never this machine's absolute path."""
+    full = Path(os.path.abspath(path))
+    base = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
+    if full != base and full.is_relative_to(base):
+        return full.relative_to(base).as_posix()
+    return "/".join(full.parts[-parts:]) if parts < len(full.parts) else full.as_posix()
+
+
+def readable_names(paths: Sequence[str | os.PathLike], cwd: str | os.PathLike | None = None) -> list[str]:
+    """:func:`readable_path` of each path, showing more of a path where two different paths would read alike."""
+    full = [os.path.abspath(p) for p in paths]
+    parts = [1] * len(paths)
+    while True:
+        names = [readable_path(p, cwd, k) for p, k in zip(paths, parts)]
+        clash = [i for i, n in enumerate(names) if any(m == n and g != full[i] for m, g in zip(names, full))]
+        if not clash or all(parts[i] >= len(Path(full[i]).parts) for i in clash):
+            return names
+        for i in clash:
+            parts[i] += 1
+
+
 def write_report(out: str | os.PathLike, datasets: Sequence[DatasetInput], meta: dict, *,
                  max_errors: int = 500, page_size: int = 100) -> Path:
     """Write ``out``/index.html (+ d{k}-errors-{p}.html pages, img/) for ``datasets``; returns the index path.
 
     ``meta`` is the crnn-eval summary (weights, protocol, decoder, ...). Each dataset's gallery shows its
-    ``max_errors`` worst errors, ``page_size`` per page; every count on the pages covers all samples.
+    ``max_errors`` worst errors, ``page_size`` per page; every count on the pages covers all samples. The weights are
+    named as :func:`readable_path` shows them (the datasets by the names their inputs carry: see
+    :func:`readable_names`).
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -101,8 +126,9 @@ def _header(meta: dict) -> str:
     step = f", step {meta['step']}" if meta.get("step") is not None else ""
     protocol = describe_protocol(meta.get("protocol_requested", ""), meta["protocol"])
     warnings = "".join(f'<p class="warn">{escape(w)}</p>' for w in meta.get("warnings", []))
+    weights = readable_path(str(meta["weights"]))
     return (f"<h1>Evaluation report</h1><table class='meta'>"
-            f"<tr><th>weights</th><td>{escape(str(meta['weights']))} ({escape(str(meta.get('variant')))}, "
+            f"<tr><th>weights</th><td>{escape(weights)} ({escape(str(meta.get('variant')))}, "
             f"{int(meta.get('num_classes', 1)) - 1} characters{step})</td></tr>"
             f"<tr><th>protocol</th><td>{escape(protocol)}"
             f"</td></tr><tr><th>decoder</th><td>{escape(str(meta.get('decoder')))}, "

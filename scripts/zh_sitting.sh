@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# One sitting of the Chinese line model's training (configs/shipped_zh.yaml), a run that spans many sittings and
+# machines. Each sitting continues where the last one stopped and ends by writing what the next one needs:
+#   bash scripts/zh_sitting.sh start [key=value ...]  # set up, then train in the background (runs/zh/train.log)
+#   bash scripts/zh_sitting.sh status                 # is it running; its last log lines and learning-curve rows
+#   bash scripts/zh_sitting.sh stop                   # stop cleanly (it saves last.pt), then write the sitting pack
+#   bash scripts/zh_sitting.sh pack                   # only write the pack from runs/zh/last.pt
+# start: continues runs/zh/last.pt when this machine has it, else the committed sitting pack
+# weights/crnn_zh_lines.pt (fp16 weights, step, lines seen, CPU-seconds; the optimizer starts afresh), else starts from
+# the English model. Two DDP processes x 1 thread (NPROC to change). stop/pack: weights/crnn_zh_lines.pt (the shipped
+# model and the next sitting's start) and weights/crnn_zh_lines_curve.tsv (held-out CER against lines seen and
+# CPU-seconds, with the CPU of every row): commit both.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+CONFIG=configs/shipped_zh.yaml
+OUT=runs/zh
+PACK=weights/crnn_zh_lines.pt
+CURVE=weights/crnn_zh_lines_curve.tsv
+PIDFILE=$OUT/train.pid
+PY=.venv/bin/python
+
+running() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
+
+pack() {
+  [ -f "$OUT/last.pt" ] || { echo "zh_sitting: no $OUT/last.pt to pack" >&2; exit 1; }
+  "$PY" -m crnn.cli.convert_ckpt "$OUT/last.pt" "$PACK" --pack --force
+  [ -f "$OUT/curve.tsv" ] && cp "$OUT/curve.tsv" "$CURVE" && echo "wrote $CURVE ($(($(wc -l < "$CURVE") - 1)) rows)"
+  echo "commit them: git add $PACK $CURVE && git commit -m 'Chinese line model: sitting at step ...'"
+}
+
+case "${1:-}" in
+  start)
+    shift
+    running && { echo "zh_sitting: already running (pid $(cat "$PIDFILE")); see $OUT/train.log" >&2; exit 1; }
+    bash scripts/setup.sh
+    "$PY" scripts/zh_benchmark.py --build-only --sets heldout --num 500
+    mkdir -p "$OUT"
+    if [ ! -f "$OUT/last.pt" ] && [ -f "$PACK" ]; then
+      echo "zh_sitting: continuing from the sitting pack $PACK"
+      cp "$PACK" "$OUT/last.pt"  # train.resume=auto (torchrun's default) takes it, and so does a restarted group
+      [ -f "$OUT/curve.tsv" ] || { [ -f "$CURVE" ] && cp "$CURVE" "$OUT/curve.tsv"; } || true
+    fi
+    nohup setsid scripts/train_ddp.sh --nproc "${NPROC:-2}" --config "$CONFIG" "$@" >> "$OUT/train.log" 2>&1 &
+    echo $! > "$PIDFILE"
+    echo "zh_sitting: training in the background (pid $(cat "$PIDFILE")); log: $OUT/train.log"
+    ;;
+  status)
+    running && echo "running (pid $(cat "$PIDFILE"))" || echo "not running"
+    tail -n 5 "$OUT/train.log" 2>/dev/null || true
+    [ -f "$OUT/curve.tsv" ] && { head -1 "$OUT/curve.tsv" | cut -f1-7; tail -n 4 "$OUT/curve.tsv" | cut -f1-7; } || true
+    ;;
+  stop)
+    if running; then
+      pid=$(cat "$PIDFILE")
+      kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
+      for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+      kill -0 "$pid" 2>/dev/null && { echo "zh_sitting: still running after 120 s; see $OUT/train.log" >&2; exit 1; }
+      echo "zh_sitting: stopped"
+    fi
+    pack
+    ;;
+  pack) pack ;;
+  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac

@@ -1,0 +1,322 @@
+"""The Chinese line recipe built for CPU training across sittings: T = W/8 variants, batches rendered on the fly with
+one line length each, rare characters drawn more often, the learning curve (lines seen, CPU-seconds, CPU) and the
+sitting pack a run resumes from on another machine."""
+from __future__ import annotations
+
+import csv
+import multiprocessing
+import os
+import random
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from crnn.charset import Charset
+from crnn.cli.convert_ckpt import main as convert_main
+from crnn.cli.train import main as train_main
+from crnn.config import ConfigError, load_config
+from crnn.data.collate import Collate
+from crnn.data.lines import is_han, sample_line
+from crnn.data.online import OnlineBatchSampler, SynthBatches
+from crnn.data.synth import SynthOptions
+from crnn.data.transforms import ResizeNormalize
+from crnn.engine.curve import COLUMNS, CostClock, append_curve, cpu_name, process_cpu_seconds, read_curve
+from crnn.engine.optim import rewarm_factor
+from crnn.engine.state import TrainState
+from crnn.engine.trainer import fit
+from crnn.model import build_model
+from tests.conftest import REPO
+
+CJK_FONT = "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"
+LATIN_FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+CHARS = "0123456789的一是国人中大在有了不和"  # a small alphabet beyond ASCII: text lines, fast to train on
+needs_fonts = pytest.mark.skipif(not (os.path.isfile(CJK_FONT) and os.path.isfile(LATIN_FONT)),
+                                 reason="CJK font missing: apt-get install fonts-wqy-microhei fonts-dejavu-core "
+                                        "(scripts/setup.sh does)")
+
+
+# ---------------------------------------------------------------------------------------------- T = W/8
+@pytest.mark.parametrize("variant, base", [("vgg_small_w8", "vgg_small"), ("vgg_w8", "vgg")])
+def test_w8_variants_have_w_over_8_steps_and_the_weights_of_their_base(variant, base):
+    model, ref = build_model(variant, 1, 40).eval(), build_model(base, 1, 40).eval()
+    for w in (8, 15, 16, 17, 100, 280, 281, 400):
+        with torch.no_grad():
+            t = model(torch.zeros(1, 1, 32, w)).shape[1]
+        assert t == model.output_length(w) == w // 8
+        assert ref.output_length(w) == w // 4 + 1  # the base keeps ~8 steps per square character
+    assert {k: v.shape for k, v in model.state_dict().items()} == {k: v.shape for k, v in ref.state_dict().items()}
+    model.load_state_dict(ref.state_dict(), strict=True)  # the English model is a starting point as it is
+    widths = torch.tensor([16, 99, 400])
+    assert model.output_length(widths).tolist() == [2, 12, 50]
+
+
+# ---------------------------------------------------------------------------------------------- rare characters
+def test_uniform_share_decides_how_often_rare_characters_appear():
+    def han(share: float) -> list[str]:
+        opts = SynthOptions(charset="zh_gb2312", text="lines", max_len=12, uniform_share=share)
+        rng = random.Random(0)
+        return [c for _ in range(300) for c in sample_line(rng, opts) if is_han(c)]
+
+    common, balanced = han(0.0), han(0.5)
+    # corpus words by frequency repeat a few thousand characters; uniform draws spread over all 6,763
+    assert len(set(balanced)) / len(balanced) > 1.3 * len(set(common)) / len(common)
+    default = SynthOptions(charset="zh_gb2312", text="lines")
+    assert default.uniform_share == pytest.approx(0.10)  # unchanged default: old seeds give the old lines
+    with pytest.raises(ValueError, match="uniform_share"):
+        SynthOptions(charset="zh_gb2312", uniform_share=1.5)
+
+
+# ---------------------------------------------------------------------------------------------- online batches
+def _batches(batch_size: int = 6, seed: int = 3, pool: int = 1) -> SynthBatches:
+    cs = Charset.from_spec(CHARS)
+    opts = SynthOptions(charset=CHARS, text="lines", max_len=8)
+    return SynthBatches(opts, batch_size, seed, ResizeNormalize(32, 100, keep_ratio=True, max_width=200),
+                        Collate(cs), batches_per_epoch=8, fonts=[CJK_FONT, LATIN_FONT], pool=pool)
+
+
+@needs_fonts
+def test_online_batches_are_reproducible_and_share_one_line_length():
+    ds = _batches()
+    lengths = set()
+    for b in range(6):
+        (first,), (again,) = ds[b], ds[b]
+        assert first.labels == again.labels and torch.equal(first.images, again.images)
+        assert len(first) == 6 and len({len(label) for label in first.labels}) == 1  # one length per batch
+        assert len(first.labels[0]) == ds.length_of(b)
+        lengths.add(ds.length_of(b))
+    assert len(lengths) > 1  # lengths vary from batch to batch
+    assert _batches(seed=4)[0][0].labels != ds[0][0].labels
+    assert ds[0][0].labels != ds[1][0].labels
+
+
+@needs_fonts
+def test_a_pool_regroups_its_lines_by_width():
+    plain, pooled = _batches(), _batches(pool=4)
+    assert len(plain) == 8 and len(pooled) == 2
+    for g in range(2):
+        groups = pooled[g]
+        singles = [plain[b][0] for b in range(4 * g, 4 * g + 4)]
+        assert len(groups) == 4 and all(len(b) == 6 for b in groups)
+        assert sorted(x for b in groups for x in b.labels) == sorted(x for b in singles for x in b.labels)
+
+        def padded(batches):
+            return sum(b.images.shape[0] * b.images.shape[-1] for b in batches)
+        assert padded(groups) <= padded(singles)  # the same lines, padded less
+        spans = [(int(b.widths.min()), int(b.widths.max())) for b in groups]
+        ordered = sorted(spans)
+        assert all(hi <= nxt_lo + 4 for (_, hi), (nxt_lo, _) in zip(ordered, ordered[1:]))  # width bands
+        assert [b.labels for b in pooled[g]] == [b.labels for b in groups]  # reproducible
+
+
+@needs_fonts
+def test_pooled_loader_skips_in_batches():
+    from crnn.data.loader import PooledTrainLoader
+    from crnn.data.online import identity
+    from crnn.data.samplers import SkippableSampler
+    from torch.utils.data import DataLoader
+
+    ds = _batches(pool=4)
+
+    def loader():
+        sampler = SkippableSampler(OnlineBatchSampler(len(ds)))
+        return PooledTrainLoader(DataLoader(ds, batch_size=None, sampler=sampler, collate_fn=identity), sampler, 4)
+
+    whole = [b.labels for b in loader()]
+    assert len(whole) == len(loader()) == 8
+    for n in (0, 3, 4, 6):
+        assert [b.labels for b in loader().skip_batches(n)] == whole[n:]
+
+
+def test_online_sampler_gives_ranks_disjoint_batches_and_every_epoch_new_ones():
+    seen = []
+    for epoch in range(3):
+        per_rank = []
+        for rank in range(2):
+            s = OnlineBatchSampler(5, rank, 2)
+            s.set_epoch(epoch)
+            per_rank.append(list(s))
+            assert len(s) == 5 == len(per_rank[-1])
+        assert not set(per_rank[0]) & set(per_rank[1])
+        seen += per_rank[0] + per_rank[1]
+    assert sorted(seen) == list(range(30))  # no batch twice, none skipped
+    with pytest.raises(ValueError):
+        OnlineBatchSampler(5, 2, 2)
+
+
+def test_online_config_is_checked():
+    with pytest.raises(ConfigError, match="data.synth_num"):
+        load_config(None, ["data.synth_online=true", "data.synth_num=0"])
+    with pytest.raises(ConfigError, match="data.synth_pool"):
+        load_config(None, ["data.synth_pool=0"])
+    with pytest.raises(ConfigError, match="data.synth_uniform_share"):
+        load_config(None, ["data.synth_uniform_share=2"])
+    with pytest.raises(ConfigError, match="model.variant"):
+        load_config(None, ["model.variant=vgg_w16"])
+
+
+# ---------------------------------------------------------------------------------------------- training
+def _tiny(tmp_path: Path, out: str, *extra: str) -> list[str]:
+    return [f"model.charset={CHARS}", "model.variant=vgg_small_w8", "model.hidden=16", "data.synth_online=true",
+            "data.synth_num=64", "data.max_label_length=6", "data.keep_ratio=true", "data.width=96",
+            "data.max_width=128", "data.batch_size=4", "data.num_workers=0", "train.amp=off", "train.threads=1",
+            "train.log_every=1", "train.warmup_steps=2", "train.tensorboard=false", "train.show_predictions=0",
+            "train.lr=3e-3", "train.steps=6", "train.save_every=2", "train.val_every=0",
+            f"train.output_dir={tmp_path / out}", *extra]
+
+
+@pytest.fixture(scope="module")
+def zh_val(tmp_path_factory) -> Path:
+    """A folder of 8 lines of the small alphabet with gt.txt (validation)."""
+    from PIL import Image
+
+    folder = tmp_path_factory.mktemp("zhval")
+    ds = SynthBatches(SynthOptions(charset=CHARS, text="lines", max_len=6, split="all"), 8, 99,
+                      lambda img: img, lambda items: items, 1, fonts=[CJK_FONT, LATIN_FONT])
+    lines = []
+    for i, (img, label) in enumerate(ds.lines(0)):
+        assert isinstance(img, Image.Image)
+        img.save(folder / f"{i}.png")
+        lines.append(f"{i}.png\t{label}\n")
+    (folder / "gt.txt").write_text("".join(lines), encoding="utf-8")
+    return folder
+
+
+@needs_fonts
+@pytest.mark.parametrize("pool", [1, 2])
+def test_online_training_resumes_to_the_same_weights(tmp_path, pool):
+    p = f"data.synth_pool={pool}"
+    straight = fit(load_config(None, _tiny(tmp_path, "a", p)))
+    assert straight["step"] == 6 and straight["images_seen"] == 24
+    first = fit(load_config(None, _tiny(tmp_path, "b", p, "train.stop_after=3")))  # mid-pool with pool 2
+    assert first["ended"] == "stop_after"
+    fit(load_config(None, _tiny(tmp_path, "b", p, "train.resume=auto")))
+    a = torch.load(tmp_path / "a/last.pt", weights_only=True)["model"]
+    b = torch.load(tmp_path / "b/last.pt", weights_only=True)["model"]
+    for k in a:
+        torch.testing.assert_close(b[k], a[k], rtol=0, atol=1e-6, msg=k)
+
+
+@needs_fonts
+def test_curve_rows_count_lines_and_cpu_and_a_sitting_pack_continues_them(tmp_path, zh_val, capsys):
+    args = _tiny(tmp_path, "run", f"data.val=[{zh_val}]", "train.val_every=2", "train.steps=4")
+    assert train_main(args) == 0
+    rows = read_curve(tmp_path / "run/curve.tsv")
+    assert list(rows[0]) == list(COLUMNS)
+    assert [int(r["step"]) for r in rows] == [2, 4] and [int(r["lines_seen"]) for r in rows] == [8, 16]
+    assert all(r["set"] == str(zh_val) and r["cpu"] == cpu_name() and r["world_size"] == "1" for r in rows)
+    assert 0 <= float(rows[0]["cpu_seconds"]) <= float(rows[1]["cpu_seconds"])
+    assert 0.0 <= float(rows[1]["cer"]) and float(rows[1]["wall_seconds"]) > 0
+
+    pack = tmp_path / "pack.pt"
+    assert convert_main([str(tmp_path / "run/last.pt"), str(pack), "--pack"]) == 0
+    assert "a sitting pack at step 4 (16 lines seen" in capsys.readouterr().out
+    obj = torch.load(pack, weights_only=True)
+    assert obj["kind"] == "weights" and obj["resumable"] is True and "optimizer" not in obj
+    assert all(v.dtype == torch.float16 for v in obj["model"].values() if v.is_floating_point())
+    assert obj["state"]["step"] == 4 and obj["state"]["images_seen"] == 16
+    assert pack.stat().st_size < 0.6 * (tmp_path / "run/last.pt").stat().st_size
+
+    # another machine: a fresh output folder with the pack and the committed curve
+    (tmp_path / "next").mkdir()
+    shutil.copy(pack, tmp_path / "next/last.pt")
+    shutil.copy(tmp_path / "run/curve.tsv", tmp_path / "next/curve.tsv")
+    more = _tiny(tmp_path, "next", f"data.val=[{zh_val}]", "train.val_every=2", "train.steps=6",
+                 "train.resume=auto")
+    assert train_main(more) == 0
+    rows = read_curve(tmp_path / "next/curve.tsv")
+    assert [int(r["step"]) for r in rows] == [2, 4, 6] and int(rows[-1]["lines_seen"]) == 24
+    assert float(rows[-1]["cpu_seconds"]) >= float(rows[1]["cpu_seconds"])
+    last = torch.load(tmp_path / "next/last.pt", weights_only=True)
+    assert last["kind"] == "training" and last["state"]["optimizer_restart"] == 4
+
+
+def test_pack_needs_a_training_checkpoint(tmp_path, capsys):
+    from crnn.engine.checkpoint import model_checkpoint, save_checkpoint
+
+    cfg = load_config(None, ["model.hidden=8"])
+    cs = Charset.from_spec("digits")
+    w = tmp_path / "w.pt"
+    save_checkpoint(model_checkpoint(build_model("vgg_small", 1, cs.num_classes, 8), cfg, cs), w)
+    assert convert_main([str(w), str(tmp_path / "p.pt"), "--pack"]) == 2
+    err = capsys.readouterr().err
+    assert "--pack needs a training checkpoint" in err and str(w) in err and err.count("\n") == 1
+    assert not (tmp_path / "p.pt").exists()
+
+
+def test_rewarm_after_an_optimizer_restart():
+    assert rewarm_factor(100, -1, 10) == 1.0  # no restart
+    assert rewarm_factor(100, 100, 10) == pytest.approx(0.1)
+    assert rewarm_factor(104, 100, 10) == pytest.approx(0.5)
+    assert rewarm_factor(109, 100, 10) == 1.0 and rewarm_factor(500, 100, 10) == 1.0
+
+
+# ---------------------------------------------------------------------------------------------- CPU-seconds
+def _burn(seconds: float) -> None:
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+def test_cost_clock_counts_live_and_finished_children():
+    st = TrainState()
+    clock = CostClock(torch.device("cpu"))
+    ctx = multiprocessing.get_context("fork")
+    live = ctx.Process(target=_burn, args=(0.6,))
+    live.start()
+    while live.is_alive() and process_cpu_seconds() - clock.cpu0 < 0.5:
+        time.sleep(0.05)
+    clock.advance(st)  # the child still runs: read from /proc
+    assert st.cpu_seconds >= 0.4
+    live.join()
+    done = ctx.Process(target=_burn, args=(0.4,))
+    done.start()
+    done.join()  # reaped: counted by RUSAGE_CHILDREN
+    clock.advance(st)
+    assert st.cpu_seconds >= 0.9 and st.wall_seconds > 0
+
+
+def test_append_curve_writes_the_header_once(tmp_path):
+    st = TrainState(step=10, images_seen=640, cpu_seconds=12.5, wall_seconds=7)
+    for _ in range(2):
+        append_curve(tmp_path, st, {"heldout": {"cer": 0.25, "word_acc": 0.5, "ned_similarity": 0.8}}, "cpu", 2,
+                     "bf16")
+    with open(tmp_path / "curve.tsv", encoding="utf-8") as f:
+        lines = list(csv.reader(f, delimiter="\t"))
+    assert lines[0] == list(COLUMNS) and len(lines) == 3
+    row = dict(zip(COLUMNS, lines[1]))
+    assert row["lines_seen"] == "640" and row["cer"] == "0.25000" and row["amp"] == "bf16" and row["cpu_seconds"] == "12"
+
+
+def test_shipped_recipe_is_the_cpu_one():
+    cfg = load_config(REPO / "configs/shipped_zh.yaml")
+    assert cfg.model.variant == "vgg_small_w8" and cfg.model.charset == "zh_gb2312"
+    assert cfg.data.synth_online and cfg.data.val == ["data/zh_bench/heldout"]
+    assert cfg.train.protocol == "unicode"
+
+
+def test_plot_curve_draws_both_panels_and_names_a_missing_set(tmp_path, capsys):
+    import importlib.util
+
+    from PIL import Image
+
+    spec = importlib.util.spec_from_file_location("plot_curve", REPO / "scripts/plot_curve.py")
+    plot_curve = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plot_curve)
+    for name, cers in (("a", (0.6, 0.3, 0.1)), ("b", (0.7, 0.5, 0.4))):
+        (tmp_path / name).mkdir()
+        for i, cer in enumerate(cers, 1):
+            st = TrainState(step=500 * i, images_seen=32000 * i, cpu_seconds=600.0 * i)
+            metrics = {"data/heldout": {"cer": cer, "word_acc": 0.1, "ned_similarity": 0.5}}
+            append_curve(tmp_path / name, st, metrics, "cpu", 2, "bf16")
+    out = tmp_path / "curve.png"
+    args = [f"{tmp_path / 'a' / 'curve.tsv'}=new", f"{tmp_path / 'b' / 'curve.tsv'}=old", "--target", "0.03"]
+    assert plot_curve.main([*args, "--out", str(out)]) == 0
+    img = Image.open(out)
+    assert img.width == 2 * plot_curve.PANEL_W and img.height > plot_curve.PANEL_H
+    assert plot_curve.load(args[0], "heldout")[1][-1] == pytest.approx((0.5, 0.096, 0.1))
+    assert plot_curve.main([args[0], "--set", "nope", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "no rows for set 'nope'" in err and err.count("\n") == 1
