@@ -43,7 +43,8 @@ class DataConfig:
     width: int = 100  # fixed width, or the cap with keep_ratio
     keep_ratio: bool = False
     max_width: int = 400
-    min_width: int = 8  # keep_ratio (pad=batch): narrower crops are stretched to this width; 100 = words as a 32x100 model reads them
+    # keep_ratio (pad=batch): narrower crops are stretched to this width; 100 = words as a 32x100 model reads them
+    min_width: int = 8
     interpolation: str = "bilinear"  # resize filter: bilinear | bicubic
     mean: float = 0.5  # pixels are normalised as (pixel / 255 - mean) / std; 0.5 / 0.5 = [-1, 1]
     std: float = 0.5
@@ -119,6 +120,9 @@ class TrainConfig:
     freeze_cnn_steps: int = 0  # fine-tuning: the CNN is not trained during the first N steps; -1 = the whole run
     freeze_bn: bool = False  # fine-tuning: BatchNorm normalises with the starting statistics all run, never updated
     base_pull: float = 0.0  # fine-tuning: L2-SP strength, loss += base_pull / 2 * ||w - w_init||^2 (0 = off)
+    # fine-tuning: at the end also write interpolated.pt = (1 - a) * init_weights + a * the trained weights
+    # (WiSE-FT; rows of new characters: the trained ones), scored like the trained model; 1 = off
+    interpolate_base: float = 1.0
     tensorboard: bool = True
 
 
@@ -341,6 +345,12 @@ def validate(cfg: Config) -> None:
                           f"{cfg.data.rehearsal_ratio}")
     if cfg.train.base_pull < 0:
         raise ConfigError(f"train.base_pull: must be 0 (off) or positive, got {cfg.train.base_pull}")
+    if not 0 <= cfg.train.interpolate_base <= 1:
+        raise ConfigError(f"train.interpolate_base: the share of the trained weights must be within 0..1 (1 = off), "
+                          f"got {cfg.train.interpolate_base}")
+    if cfg.train.interpolate_base < 1 and not cfg.train.init_weights:
+        raise ConfigError(f"train.interpolate_base={cfg.train.interpolate_base} interpolates toward the starting "
+                          "weights: set train.init_weights")
     if cfg.data.synth_pool < 1:
         raise ConfigError(f"data.synth_pool: must be at least 1, got {cfg.data.synth_pool}")
     if not 0 <= cfg.data.synth_uniform_share <= 1:

@@ -260,3 +260,34 @@ def check_freeze(cfg: Config, mode: str) -> None:
     if mode == "ddp" and cfg.train.freeze_cnn_steps > 0:
         raise TrainingError(f"train.freeze_cnn_steps={cfg.train.freeze_cnn_steps}: unfreezing during a run is not "
                             "possible under DDP; use -1 (frozen for the whole run) or 0")
+
+
+INTERPOLATED = "interpolated.pt"
+
+
+def interpolate_into(bare: torch.nn.Module, start, charset: Charset, alpha: float) -> None:
+    """Load ``(1 - alpha) * start + alpha * bare`` into ``bare`` (:mod:`crnn.engine.interpolate`; ``start`` a loaded
+    :class:`~crnn.engine.checkpoint.Checkpoint`, ``bare`` trained for ``charset``)."""
+    from crnn.engine.checkpoint import Checkpoint, clean_state_dict
+    from crnn.engine.interpolate import interpolate_checkpoints
+
+    trained = Checkpoint("the trained model", {k: v.detach().cpu() for k, v in
+                                               clean_state_dict(bare.state_dict()).items()}, charset=charset.to_dict())
+    bare.load_state_dict(interpolate_checkpoints(start, trained, bare, alpha), strict=True)
+
+
+def write_interpolated(cfg: Config, bare: torch.nn.Module, charset: Charset, start, main: bool) -> Path:
+    """``train.interpolate_base``: the trained ``bare`` becomes its interpolation with the starting weights, saved
+    as ``interpolated.pt`` (weights only, main process; the caller barriers and scores it)."""
+    from crnn.engine.checkpoint import model_checkpoint, save_checkpoint
+
+    alpha = cfg.train.interpolate_base
+    interpolate_into(bare, start, charset, alpha)
+    path = Path(cfg.train.output_dir) / INTERPOLATED
+    if main:
+        save_checkpoint(model_checkpoint(bare, cfg, charset, interpolated={"start": cfg.train.init_weights,
+                                                                           "alpha": alpha}), path)
+        log.info("train.interpolate_base=%g: %s = %g x %s + %g x the trained weights (last.pt; rows of new "
+                 "characters: the trained ones); the model to read", alpha, path, 1 - alpha, cfg.train.init_weights,
+                 alpha)
+    return path

@@ -27,7 +27,8 @@ from crnn.engine.evaluate import autocast_context, evaluate
 from crnn.engine.alphabet_change import fit_alphabet
 from crnn.engine.finetune import (KEPT_METRICS, ValSets, base_protocol, build_base_loaders, build_base_pull,
                                   check_freeze, cnn_frozen, forgetting_report, freeze_bn_statistics,
-                                  generate_base_style, set_cnn_frozen, training_sources, validate_base)
+                                  generate_base_style, set_cnn_frozen, training_sources, validate_base,
+                                  write_interpolated)
 from crnn.engine.health import Health
 from crnn.engine.optim import build_optimizer, build_scaler, build_scheduler, lr_factor  # noqa: F401 (re-exported)
 from crnn.engine.reporting import STOP_SIGNALS, Meter, StopFlag, _fmt_time, log_validation, open_tensorboard
@@ -393,14 +394,34 @@ def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, trai
     finally:
         if tb is not None:
             tb.close()
+    interpolated = None
+    if ended == "done" and t.interpolate_base < 1:
+        interpolated = _interpolate_at_end(cfg, rt, model, bare, charset, vals, st, tb)
     if rt.main and ended == "done" and st.before and vals.last:
         for line in forgetting_report(st.before, vals.last, list(vals.base), list(vals)):
-            log.info("before -> after: %s", line)
+            log.info("before -> after%s: %s", f" ({interpolated.name})" if interpolated else "", line)
     return {"step": st.step, "best_metric": st.best_metric, "output_dir": str(out), "ended": ended,
             "interrupted": ended == "signal", "signal": stop.signum, "images_seen": st.images_seen,
             "before": st.before, "base_after": {k: vals.last[k] for k in vals.base if k in vals.last},
             "base_protocol": vals.base_protocol if vals.base else None,
-            "data_wait_share": health.data.run_share(), "health": list(health.warnings)}
+            "data_wait_share": health.data.run_share(), "health": list(health.warnings),
+            "interpolated": str(interpolated) if interpolated else None}
+
+
+def _interpolate_at_end(cfg: Config, rt: Runtime, model, bare, charset: Charset, vals, st: TrainState, tb) -> Path:
+    """``train.interpolate_base``: every rank turns its model into the interpolation with ``train.init_weights``
+    (the same numbers everywhere); rank 0 writes interpolated.pt; it is scored like the trained model was."""
+    try:
+        start = shared_checkpoint("train.init_weights", cfg.train.init_weights, rt)
+        path = write_interpolated(cfg, bare, charset, start, rt.main)
+    except CheckpointError as e:
+        raise TrainingError(_checkpoint_problem("train.init_weights", cfg.train.init_weights, e)) from None
+    D.barrier()
+    if vals:
+        if rt.main:
+            log.info("scoring %s", path.name)
+        validate_all(model, vals, charset, cfg, rt, st.step, None)
+    return path
 
 
 def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt: Runtime,
