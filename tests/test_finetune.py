@@ -191,7 +191,8 @@ def test_train_from_another_alphabet_with_rehearsal_reports_before_and_after(tmp
     assert "1 new ('-'), 0 dropped" in text
     assert "train data: 88 samples from 2 source(s)" in text  # the user's crops and the rehearsal set
     assert f"base {base_val} @ 0:" in text and f"base {base_val} @ 2:" in text
-    assert f"before -> after: base {base_val}:" in text and f"before -> after: your data {codes_val}:" in text
+    after = "before -> after (interpolated.pt)"  # the recipe's train.interpolate_base: the model to read is scored
+    assert f"{after}: base {base_val}:" in text and f"{after}: your data {codes_val}:" in text
     assert set(run.before) == {str(codes_val), str(base_val)} and set(run.base_metrics) == {str(base_val)}
     assert run.base_metrics[str(base_val)]["samples"] == 8 and 0 <= run.before[str(base_val)]["word_acc"] <= 1
     ck = torch.load(run.last, weights_only=True)
