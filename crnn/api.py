@@ -50,14 +50,14 @@ class TrainSummary:
     """What :func:`train` did: where the checkpoints are, how far it got, and the final metrics."""
 
     output_dir: Path
-    last: Path | None  # output_dir/last.pt (the final weights)
+    last: Path | None  # output_dir/last.pt (the trained weights of the last step)
     best: Path | None  # output_dir/best.pt (best mean validation word accuracy); None without validation sets
     step: int  # optimizer steps reached
     steps: int  # train.steps asked for
     ended: str  # "done", or "stop_after" (train.stop_after paused it; train.resume=auto continues)
     best_word_acc: float | None  # best mean validation word accuracy seen; None without validation sets
     images_seen: int
-    metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # per data.val path: last.pt's
+    metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # per data.val path: the final model's
     # samples, word_acc, cer, ned_similarity (1-NED; "ned" = the same, deprecated), computed as crnn-eval does
     # (train.protocol, train.decoder)
     before: dict[str, dict[str, float]] = field(default_factory=dict)  # per data.val and train.base_val path:
@@ -66,6 +66,8 @@ class TrainSummary:
     # model's metrics on the base domain (train.base_protocol); with ``before``: what fine-tuning forgot
     data_wait_share: float | None = None  # share of step time spent waiting for batches (this sitting, rank 0)
     health: list[str] = field(default_factory=list)  # the training-health warnings given, in words (README Training)
+    interpolated: Path | None = None  # output_dir/interpolated.pt (train.interpolate_base < 1): the model to read;
+    # ``metrics`` and ``base_metrics`` are then its own
 
 
 def _one_line(e: BaseException) -> str:
@@ -299,14 +301,17 @@ def train(config: Config | str | os.PathLike, overrides: Sequence[str] = ()) -> 
         raise KeyboardInterrupt(f"training stopped by a signal at step {result['step']}; {out / 'last.pt'} saved "
                                 "(continue with train.resume=auto)")
     last, best = out / "last.pt", out / "best.pt"
-    metrics = _final_metrics(cfg, last) if cfg.data.val and last.is_file() else {}
+    interpolated = Path(result["interpolated"]) if result.get("interpolated") else None
+    final = interpolated or last
+    metrics = _final_metrics(cfg, final) if cfg.data.val and final.is_file() else {}
     best_acc = result.get("best_metric")
     return TrainSummary(out, last if last.is_file() else None, best if best.is_file() else None,
                         int(result["step"]), cfg.train.steps, result["ended"],
                         best_acc if best_acc is not None and best_acc >= 0 else None,
                         int(result.get("images_seen", 0)), metrics, dict(result.get("before") or {}),
                         dict(result.get("base_after") or {}),
-                        data_wait_share=result.get("data_wait_share"), health=list(result.get("health", [])))
+                        data_wait_share=result.get("data_wait_share"), health=list(result.get("health", [])),
+                        interpolated=interpolated)
 
 
 def _final_metrics(cfg: Config, last: Path) -> dict[str, dict[str, float]]:

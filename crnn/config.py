@@ -43,6 +43,8 @@ class DataConfig:
     width: int = 100  # fixed width, or the cap with keep_ratio
     keep_ratio: bool = False
     max_width: int = 400
+    # keep_ratio (pad=batch): narrower crops are stretched to this width; 100 = words as a 32x100 model reads them
+    min_width: int = 8
     interpolation: str = "bilinear"  # resize filter: bilinear | bicubic
     mean: float = 0.5  # pixels are normalised as (pixel / 255 - mean) / std; 0.5 / 0.5 = [-1, 1]
     std: float = 0.5
@@ -63,6 +65,7 @@ class DataConfig:
     rehearsal_ratio: float = 0.5  # share of each training batch drawn from data.rehearsal
     rehearsal_num: int = 0  # >0: generate this many synthetic base-style words at data.rehearsal when missing
     rehearsal_seed: int = 7  # its seed (the base-style held-out set train.base_val_num uses another)
+    rehearsal_style: str = "default"  # the generated rehearsal words: default | street (crnn-synth --style street)
     synth_line_len: int = 0  # text lines: every generated line has this many characters (crnn-synth --line-len); 0 = 1..max_label_length
     synth_uniform_share: float = 0.10  # text lines: share of line pieces drawn uniformly from the alphabet (rare chars)
     # true: the loader's workers render every training batch on the fly (data.synth_* settings, train.seed; lines of
@@ -116,6 +119,11 @@ class TrainConfig:
     base_protocol: str = "auto"  # base_val protocol; auto = that of the init_weights alphabet (alnum36: insensitive)
     freeze_cnn_steps: int = 0  # fine-tuning: the CNN is not trained during the first N steps; -1 = the whole run
     ema_decay: float = 0.0  # >0 (e.g. 0.999): validate, save and ship a moving average of the weights
+    freeze_bn: bool = False  # fine-tuning: BatchNorm normalises with the starting statistics all run, never updated
+    base_pull: float = 0.0  # fine-tuning: L2-SP strength, loss += base_pull / 2 * ||w - w_init||^2 (0 = off)
+    # fine-tuning: at the end also write interpolated.pt = (1 - a) * init_weights + a * the trained weights
+    # (WiSE-FT; rows of new characters: the trained ones), scored like the trained model; 1 = off
+    interpolate_base: float = 1.0
     tensorboard: bool = True
 
 
@@ -135,6 +143,7 @@ CHOICES = {
     "data.interpolation": ("bilinear", "bicubic"),
     "data.pad": ("batch", "edge", "easyocr"),
     "data.synth_style": ("default", "street"),
+    "data.rehearsal_style": ("default", "street"),
     "train.parallel": ("auto", "none", "dp"),
     "train.backend": ("auto", "nccl", "gloo"),
     "train.amp": ("auto", "off", "fp16", "bf16"),
@@ -335,6 +344,14 @@ def validate(cfg: Config) -> None:
     if not 0 < cfg.data.rehearsal_ratio < 1:
         raise ConfigError(f"data.rehearsal_ratio: must be between 0 and 1 (the share of each batch), got "
                           f"{cfg.data.rehearsal_ratio}")
+    if cfg.train.base_pull < 0:
+        raise ConfigError(f"train.base_pull: must be 0 (off) or positive, got {cfg.train.base_pull}")
+    if not 0 <= cfg.train.interpolate_base <= 1:
+        raise ConfigError(f"train.interpolate_base: the share of the trained weights must be within 0..1 (1 = off), "
+                          f"got {cfg.train.interpolate_base}")
+    if cfg.train.interpolate_base < 1 and not cfg.train.init_weights:
+        raise ConfigError(f"train.interpolate_base={cfg.train.interpolate_base} interpolates toward the starting "
+                          "weights: set train.init_weights")
     if cfg.data.synth_pool < 1:
         raise ConfigError(f"data.synth_pool: must be at least 1, got {cfg.data.synth_pool}")
     if not 0 <= cfg.data.synth_uniform_share <= 1:
@@ -346,6 +363,9 @@ def validate(cfg: Config) -> None:
         raise ConfigError(f"data.width: must be at least 8 pixels, got {cfg.data.width}")
     if not 0 <= cfg.train.ema_decay < 1:
         raise ConfigError(f"train.ema_decay: must be 0 (off) or below 1, e.g. 0.999, got {cfg.train.ema_decay}")
+    if not 1 <= cfg.data.min_width <= cfg.data.max_width:
+        raise ConfigError(f"data.min_width: must be between 1 and data.max_width ({cfg.data.max_width}), got "
+                          f"{cfg.data.min_width}")
     if cfg.data.pad == "easyocr" and not cfg.data.keep_ratio:
         raise ConfigError("data.pad: easyocr keeps the aspect ratio; set data.keep_ratio: true")
     if cfg.train.model_parallel and len(cfg.train.model_parallel) != 2:

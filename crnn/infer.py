@@ -248,7 +248,9 @@ class Recognizer:
         self.lexicon = list(lexicon) if lexicon is not None else None
         d = config.data
         self.transform = ResizeNormalize(height=d.height, width=d.width, keep_ratio=d.keep_ratio,
-                                         max_width=max(d.max_width, max_width), channels=config.model.in_channels,
+                                         max_width=max(d.max_width, max_width),
+                                         min_width=min(d.min_width, max(d.max_width, max_width)),
+                                         channels=config.model.in_channels,
                                          interpolation=d.interpolation, mean=d.mean, std=d.std, pad=d.pad)
 
     @classmethod

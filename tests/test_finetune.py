@@ -2,6 +2,7 @@
 data mixed into batches, and the base domain scored before and after (log, summary)."""
 from __future__ import annotations
 
+import copy
 import io
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -190,7 +191,8 @@ def test_train_from_another_alphabet_with_rehearsal_reports_before_and_after(tmp
     assert "1 new ('-'), 0 dropped" in text
     assert "train data: 88 samples from 2 source(s)" in text  # the user's crops and the rehearsal set
     assert f"base {base_val} @ 0:" in text and f"base {base_val} @ 2:" in text
-    assert f"before -> after: base {base_val}:" in text and f"before -> after: your data {codes_val}:" in text
+    after = "before -> after (interpolated.pt)"  # the recipe's train.interpolate_base: the model to read is scored
+    assert f"{after}: base {base_val}:" in text and f"{after}: your data {codes_val}:" in text
     assert set(run.before) == {str(codes_val), str(base_val)} and set(run.base_metrics) == {str(base_val)}
     assert run.base_metrics[str(base_val)]["samples"] == 8 and 0 <= run.before[str(base_val)]["word_acc"] <= 1
     ck = torch.load(run.last, weights_only=True)
@@ -226,3 +228,146 @@ def test_freeze_then_unfreeze_and_ddp_refuses_unfreezing():
     with pytest.raises(TrainingError, match="not possible under DDP"):
         check_freeze(cfg, "ddp")
     check_freeze(load_config(None, ["train.freeze_cnn_steps=-1"]), "ddp")  # frozen throughout: fine
+
+
+def _pull_setup():
+    """A base model on alnum-like 'abc123', a new model on 'c1xyzab' started from it (rows by character)."""
+    from crnn.engine.alphabet_change import adapt_head
+    from crnn.engine.finetune import BasePull, base_rows
+
+    torch.manual_seed(0)
+    old_model = build_model("vgg_small", 1, OLD.num_classes, 16)
+    model = build_model("vgg_small", 1, NEW.num_classes, 16)
+    state, change = adapt_head(old_model.state_dict(), OLD, NEW, model)
+    model.load_state_dict(state, strict=True)
+    return model, BasePull(model, 0.5, base_rows(model, NEW, change)), change
+
+
+def test_base_pull_is_zero_at_the_base_and_its_gradient_points_back():
+    model, pull, change = _pull_setup()
+    rows = [0] + [NEW.index[c] for c in change.kept]  # blank and 'c', '1', 'a', 'b'
+    assert sorted(rows) == [0, 1, 2, 6, 7]
+    pen = pull.penalty()
+    pen.backward()
+    assert float(pen.detach()) == 0.0 and all(p.grad is None or not p.grad.any() for p in model.parameters())
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.01)
+    model.zero_grad()
+    pull.penalty().backward()
+    w = model.head.weight
+    diff = (w.detach() - start["head.weight"])
+    torch.testing.assert_close(w.grad[rows], 0.5 * diff[rows])  # alpha * (w - w_base): back toward the base
+    fresh = [NEW.index[c] for c in "xyz"]
+    assert not w.grad[fresh].any() and not model.head.bias.grad[fresh].any()  # new characters are free
+    conv = next(model.cnn.parameters())
+    assert conv.grad is not None and conv.grad.any()
+    before = pull.distance()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p.sub_(0.1 * p.grad)  # a gradient step on the penalty alone shortens the distance by 5 %
+    assert pull.distance() == pytest.approx(0.95 * before, rel=1e-4)
+
+
+def test_base_pull_keeps_a_fine_tune_closer_to_its_start_and_needs_init_weights(tmp_path, words_lmdb):
+    """crnn.train with a strong train.base_pull ends nearer the starting weights than without (same data, seed and
+    steps), and the distance is measured from train.init_weights; without init weights it is a one-line error."""
+    import crnn
+    from crnn.engine.runtime import TrainingError
+
+    torch.manual_seed(0)
+    base_cs = Charset.from_spec("alnum36")
+    init = tmp_path / "base.pt"
+    save_checkpoint(model_checkpoint(build_model("vgg_small", 1, base_cs.num_classes, 16), Config(), base_cs), init)
+    start = torch.load(init, weights_only=True)["model"]
+    codes = make_lmdb(tmp_path / "codes.lmdb", [w.upper() + "-" + w[:2] for w in random_words(24, seed=5)])
+    common = [f"model.charset={base_cs.chars}-", f"data.train={codes}", "data.val=[]", f"train.init_weights={init}",
+              "model.hidden=16", "data.rehearsal=", "train.base_val=[]", "data.batch_size=8", "data.num_workers=0",
+              "train.steps=6", "train.warmup_steps=0", "train.amp=off", "train.val_every=0", "train.tensorboard=false",
+              "train.freeze_cnn_steps=0", "train.lr=3e-3"]
+
+    def distance(pull: float) -> float:
+        run = crnn.train("configs/finetune.yaml", [*common, f"train.base_pull={pull}",
+                                                   f"train.output_dir={tmp_path / f'run{pull}'}"])
+        end = torch.load(run.last, weights_only=True)["model"]
+        keys = [k for k in start if "head" not in k and start[k].is_floating_point() and "running" not in k]
+        return sum(float((end[k].float() - start[k].float()).pow(2).sum()) for k in keys) ** 0.5
+
+    free, pulled = distance(0.0), distance(1e4)
+    assert 0 < pulled < 0.5 * free
+    with pytest.raises(TrainingError, match="train.base_pull=1.0 pulls toward the starting weights"):
+        crnn.train(None, [f"data.train={words_lmdb}", "train.base_pull=1", "train.steps=1", "data.num_workers=0",
+                          f"train.output_dir={tmp_path / 'none'}"])
+    with pytest.raises(ValueError, match="train.base_pull: must be 0"):
+        load_config(None, ["train.base_pull=-1"])
+
+
+def test_min_width_stretches_narrow_crops_everywhere_a_model_is_read(tmp_path):
+    """data.min_width: a keep-ratio crop narrower than it is stretched to it (wider ones keep their width) in the
+    training and evaluation loaders, in crnn.Recognizer (from the checkpoint's config) and in the export metadata;
+    the default (8) changes nothing; a floor above data.max_width is a config error."""
+    from PIL import Image
+
+    from crnn.data.loader import build_eval_loader, make_transform, preprocess_options
+    from crnn.export import export_metadata
+    from crnn.infer import Recognizer
+
+    cfg = load_config(None, ["data.keep_ratio=true", "data.max_width=320", "data.min_width=100", "model.hidden=16"])
+    t = make_transform(height=32, width=100, keep_ratio=True, max_width=320, channels=1, **preprocess_options(cfg.data))
+    narrow, wide = Image.new("L", (40, 32), 200), Image.new("L", (200, 32), 200)
+    assert t(narrow).shape == (1, 32, 100) and t(wide).shape == (1, 32, 200)
+    default = load_config(None, ["data.keep_ratio=true"])
+    assert make_transform(height=32, width=100, keep_ratio=True, max_width=320, channels=1,
+                          **preprocess_options(default.data))(narrow).shape == (1, 32, 40)
+    lm = make_lmdb(tmp_path / "short.lmdb", ["ab", "c"])  # rendered narrower than 100 px at height 32
+    loader = build_eval_loader(str(lm), height=32, width=100, keep_ratio=True, max_width=320, channels=1,
+                               batch_size=2, num_workers=0, **preprocess_options(cfg.data))
+    assert next(iter(loader)).images.shape[-1] == 100
+    cs = Charset.from_spec("alnum36")
+    model = build_model("vgg_small", 1, cs.num_classes, 16)
+    path = tmp_path / "m.pt"
+    save_checkpoint(model_checkpoint(model, cfg, cs), path)
+    rec = Recognizer.from_checkpoint(path, device="cpu")
+    assert rec.preprocess(narrow).shape == (1, 32, 100) and rec.preprocess(wide).shape == (1, 32, 200)
+    assert export_metadata(model, cs, cfg)["min_width"] == 100
+    with pytest.raises(ValueError, match=r"data.min_width: must be between 1 and data.max_width \(320\)"):
+        load_config(None, ["data.max_width=320", "data.min_width=400"])
+
+
+def test_freeze_bn_normalises_with_the_starting_statistics_in_training_too():
+    from crnn.engine.finetune import freeze_bn_statistics
+
+    torch.manual_seed(0)
+    model = build_model("vgg_small", 1, 5, 16)
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    with torch.no_grad():  # starting statistics unlike those of the batch below
+        for m in bns:
+            m.running_mean.uniform_(-1, 1)
+            m.running_var.uniform_(0.5, 2)
+    stats = [(m.running_mean.clone(), m.running_var.clone()) for m in bns]
+    x = torch.rand(4, 1, 32, 64)
+    reference = model.eval()(x)  # (B, T, K) read with the running statistics
+    assert not torch.allclose(copy.deepcopy(model).train()(x), reference)  # plain training mode: batch statistics
+    assert freeze_bn_statistics(model, main=False) == len(bns) == 3
+    model.train()
+    out = model(x)
+    torch.testing.assert_close(out, reference)  # training computes what evaluation computes
+    assert all(torch.equal(m.running_mean, a) and torch.equal(m.running_var, b) for m, (a, b) in zip(bns, stats))
+    out.sum().backward()
+    assert all(m.weight.grad is not None and m.weight.grad.any() for m in bns)  # scale and shift still learn
+    assert model.training and all(m.training is False for m in bns)
+
+
+def test_rehearsal_words_in_the_street_style():
+    from crnn.engine.finetune import base_style_options, synth_jobs
+
+    cfg = load_config("configs/finetune.yaml", ["data.rehearsal=/nonexistent/r.lmdb", "data.rehearsal_style=street",
+                                                "train.base_val=[/nonexistent/v.lmdb]"])
+    jobs = synth_jobs(cfg)
+    assert [(p, s) for p, _, _, s in jobs] == [("/nonexistent/r.lmdb", "street"), ("/nonexistent/v.lmdb", "default")]
+    assert base_style_options(cfg, "street").style == "street" and base_style_options(cfg).style == "default"
+    with pytest.raises(ValueError, match="data.rehearsal_style: 'photo' is not one of default, street"):
+        load_config(None, ["data.rehearsal_style=photo"])

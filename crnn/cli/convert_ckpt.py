@@ -5,6 +5,7 @@ import checkpoints of other CRNN repositories and EasyOCR, and export to meijier
     crnn-convert-ckpt IN OUT --from meijieru|sierkinhane|clovaai|easyocr [--charset SPEC] [--width N] [--pad]
     crnn-convert-ckpt IN OUT --to meijieru
     crnn-convert-ckpt IN NAME.pth --to easyocr [--lang en,...]     (also writes NAME.yaml and NAME.py)
+    crnn-convert-ckpt TUNED OUT --interpolate START --alpha A     ((1 - A) x START + A x TUNED, WiSE-FT)
     crnn-convert-ckpt --info IN
 """
 from __future__ import annotations
@@ -21,6 +22,7 @@ from crnn.engine.checkpoint import (
     Checkpoint,
     CheckpointError,
     add_prefix,
+    build_from_checkpoint,
     check_not_foreign,
     describe_prefix,
     load_checkpoint,
@@ -119,6 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pack", action="store_true", help="a sitting pack of a training checkpoint (last.pt): fp16 "
                    "weights plus the run's counters (step, lines seen, CPU-seconds), a few MB to commit; "
                    "train.resume=OUT continues the run on any machine (its optimizer starts afresh)")
+    p.add_argument("--interpolate", metavar="START", help="IN is a model fine-tuned from START: write (1 - A) x "
+                   "START + A x IN for every weight and BatchNorm statistic (WiSE-FT; output rows matched by "
+                   "character, rows of characters START lacks are IN's); what train.interpolate_base writes at the end "
+                   "of a fine-tune, here for another A without training again (README Fine-tune on your own crops)")
+    p.add_argument("--alpha", type=float, help="with --interpolate: the share A of IN, within 0..1")
     p.add_argument("--force", action="store_true", help="overwrite OUT if it exists (even when OUT is IN)")
     p.add_argument("--info", action="store_true", help="describe IN (layout, size, variant, charset, step) and exit")
     return p
@@ -194,6 +201,23 @@ def convert(ckpt: Checkpoint, to: str, weights_only: bool = False, half: bool = 
     if weights_only or half:
         obj = weights_only_checkpoint(obj, half=half)
     return obj
+
+
+def interpolated(tuned: Checkpoint, start: Checkpoint, alpha: float, half: bool = False) -> dict:
+    """A weights-only crnn checkpoint of ``tuned`` whose model is ``(1 - alpha) * start + alpha * tuned``."""
+    from crnn.engine.interpolate import check_alpha, interpolate_checkpoints
+
+    check_alpha(alpha, "--alpha")
+    for ck in (tuned, start):
+        check_not_foreign(ck)
+    if tuned.container != "crnn" or tuned.charset is None or tuned.config is None:
+        raise CheckpointError(f"{tuned.path}: --interpolate needs a crnn checkpoint of the fine-tuned model (with its "
+                              "config and alphabet), such as a run's last.pt")
+    model = build_from_checkpoint(tuned)[0]
+    obj = weights_only_checkpoint(dict(tuned.raw), half=False)
+    obj["model"] = interpolate_checkpoints(start, tuned, model, alpha)
+    obj["interpolated"] = {"start": str(start.path), "alpha": alpha}
+    return weights_only_checkpoint(obj, half=True) if half else obj
 
 
 def _check_output(src: Path, dst: Path, force: bool) -> None:
@@ -346,6 +370,10 @@ def _validate_options(args: argparse.Namespace) -> None:
         raise UsageError(f"--width must be at least 8 pixels, got {args.width}")
     if args.lang and args.to != "easyocr":
         raise UsageError("--lang is the lang_list of an EasyOCR custom model: use it with --to easyocr")
+    if (args.interpolate is None) != (args.alpha is None):
+        raise UsageError("--interpolate START and --alpha A go together")
+    if args.interpolate and (args.source or args.to != "plain" or args.pack):
+        raise UsageError("--interpolate writes a crnn checkpoint of IN's kind: drop --from, --to and --pack")
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -363,6 +391,10 @@ def _run(args: argparse.Namespace) -> None:
     ckpt = load_checkpoint(src)
     if args.to == "easyocr":
         export_easyocr(ckpt, dst, args)
+        return
+    if args.interpolate:
+        save_checkpoint(interpolated(ckpt, load_checkpoint(args.interpolate), args.alpha, args.half), dst)
+        print(f"wrote {dst} ({_size(dst)}): {1 - args.alpha:g} x {args.interpolate} + {args.alpha:g} x {src}")
         return
     if args.pack:
         if ckpt.kind != "training" or not isinstance(ckpt.raw.get("state"), dict):

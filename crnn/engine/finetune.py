@@ -7,6 +7,10 @@
   real crops the user names) scored at step 0, at every validation and at the end with ``train.base_protocol``
   (``auto``: the protocol of the starting checkpoint's alphabet, so an ``alnum36`` base is scored case-insensitive
   as it was trained). The log, TensorBoard (``base/<name>/...``) and the run's summary show before and after.
+* ``train.base_pull``: L2-SP (Li, Grandvalet & Davoine, ICML 2018), a penalty ``alpha / 2 * ||w - w_base||^2`` added
+  to the loss that pulls every weight the starting model had (CNN, LSTMs, the output rows of its characters and of
+  the blank) back toward its starting value; fresh rows (new characters, upper case started from lower case) are
+  free.
 """
 from __future__ import annotations
 
@@ -39,33 +43,35 @@ def training_sources(cfg: Config) -> list[dict]:
     return [*user, {"path": d.rehearsal, "ratio": d.rehearsal_ratio}]
 
 
-def base_style_options(cfg: Config):
-    """What the base models were trained on: English scene-text words in the default style (labels printable94,
-    folded to the model's alphabet when the data set opens)."""
+def base_style_options(cfg: Config, style: str = "default"):
+    """What the base models were trained on: English scene-text words (labels printable94, folded to the model's
+    alphabet when the data set opens) in ``style``: default, or street (the shipped model's last synthetic stage)."""
     from crnn.data.synth import SynthOptions
 
-    return SynthOptions(text="words", height=cfg.data.height)
+    return SynthOptions(text="words", height=cfg.data.height, style=style)
 
 
-def synth_jobs(cfg: Config) -> list[tuple[str, int, int]]:
-    """(path, number, seed) of the base-style synthetic sets this config asks for and that do not exist yet."""
+def synth_jobs(cfg: Config) -> list[tuple[str, int, int, str]]:
+    """(path, number, seed, style) of the base-style synthetic sets this config asks for and that do not exist yet
+    (the rehearsal words in ``data.rehearsal_style``, the held-out base-domain words in the default style)."""
     jobs = []
     if cfg.data.rehearsal and cfg.data.rehearsal_num > 0:
-        jobs.append((cfg.data.rehearsal, cfg.data.rehearsal_num, cfg.data.rehearsal_seed))
+        jobs.append((cfg.data.rehearsal, cfg.data.rehearsal_num, cfg.data.rehearsal_seed, cfg.data.rehearsal_style))
     if cfg.train.base_val_num > 0:
-        jobs += [(p, cfg.train.base_val_num, cfg.data.rehearsal_seed + BASE_VAL_SEED_OFFSET + i)
+        jobs += [(p, cfg.train.base_val_num, cfg.data.rehearsal_seed + BASE_VAL_SEED_OFFSET + i, "default")
                  for i, p in enumerate(cfg.train.base_val)]
-    return [(p, n, s) for p, n, s in jobs if not Path(p).exists()]
+    return [job for job in jobs if not Path(job[0]).exists()]
 
 
 def generate_base_style(cfg: Config, progress: bool) -> None:
     """Generate the missing base-style synthetic sets (rehearsal data and held-out base-domain sets)."""
     from crnn.data.synth import generate_lmdb
 
-    for path, num, seed in synth_jobs(cfg):
-        log.info("generating %d synthetic base-style words into %s (seed %d)", num, path, seed)
+    for path, num, seed, style in synth_jobs(cfg):
+        log.info("generating %d synthetic base-style words into %s (seed %d%s)", num, path, seed,
+                 "" if style == "default" else f", style {style}")
         generate_lmdb(path, num, seed=seed, workers=cfg.data.synth_workers, progress=progress,
-                      opts=base_style_options(cfg))
+                      opts=base_style_options(cfg, style))
 
 
 class ValSets(dict):
@@ -133,6 +139,72 @@ def forgetting_report(before: dict, after: dict, base: list[str], user: list[str
     return lines
 
 
+class BasePull:
+    """L2-SP: ``alpha / 2 * sum (w - w_base)^2`` over the starting model's weights (:attr:`refs`), as a loss term.
+
+    ``rows``: for the output layer's weight and bias (by parameter name), the rows that came from the starting model
+    (blank and kept characters); only they are pulled. Every other parameter is pulled whole. BatchNorm statistics are
+    buffers, not weights: ``train.freeze_cnn_steps`` keeps those."""
+
+    def __init__(self, model: torch.nn.Module, alpha: float, rows: dict[str, list[int]] | None = None) -> None:
+        self.alpha = alpha
+        self.refs: list[tuple[torch.nn.Parameter, torch.Tensor, torch.Tensor | None]] = []
+        for name, p in model.named_parameters():
+            idx = None if rows is None or name not in rows else torch.tensor(rows[name], dtype=torch.long,
+                                                                               device=p.device)
+            ref = p.detach().clone() if idx is None else p.detach().index_select(0, idx).clone()
+            self.refs.append((p, ref, idx))
+
+    @property
+    def num_weights(self) -> int:
+        """How many numbers are pulled."""
+        return sum(ref.numel() for _, ref, _ in self.refs)
+
+    def distance(self) -> float:
+        """``||w - w_base||`` over the pulled weights (for the log)."""
+        with torch.no_grad():
+            return float(self._sum_squares()) ** 0.5
+
+    def _sum_squares(self) -> torch.Tensor:
+        total = torch.zeros((), device=self.refs[0][1].device if self.refs else "cpu")
+        for p, ref, idx in self.refs:
+            cur = p if idx is None else p.index_select(0, idx)
+            total = total + (cur.float() - ref.float()).pow(2).sum().to(total.device)  # model parallel: 2 devices
+        return total
+
+    def penalty(self) -> torch.Tensor:
+        """The loss term; its gradient for a weight is ``alpha * (w - w_base)``, zero at the starting weights."""
+        return 0.5 * self.alpha * self._sum_squares()
+
+
+def base_rows(model: torch.nn.Module, charset: Charset, change) -> dict[str, list[int]] | None:
+    """The output rows that came from the starting model (blank and kept characters) by parameter name, or None
+    when every row did (the same alphabet, or a checkpoint without a stored one)."""
+    if change is None or change.unchanged:
+        return None
+    from crnn.engine.alphabet_change import output_layer_keys
+
+    kept = set(change.kept)
+    rows = [0] + [j for j, c in enumerate(charset.chars, 1) if c in kept]
+    return {key: rows for key in output_layer_keys(model)}
+
+
+def build_base_pull(cfg: Config, bare: torch.nn.Module, charset: Charset, change, main: bool) -> BasePull | None:
+    """The run's :class:`BasePull` (None with ``train.base_pull`` 0); built before a resumed state is loaded, so that
+    it pulls toward ``train.init_weights``, not toward the checkpoint."""
+    alpha = cfg.train.base_pull
+    if alpha <= 0:
+        return None
+    if not cfg.train.init_weights:
+        raise TrainingError(f"train.base_pull={alpha} pulls toward the starting weights: set train.init_weights")
+    pull = BasePull(bare, alpha, base_rows(bare, charset, change))
+    if main:
+        log.info("train.base_pull=%g: L2-SP toward %s over %.2f M weights%s", alpha, cfg.train.init_weights,
+                 pull.num_weights / 1e6, "" if change is None or change.unchanged else
+                 f" (output rows of the blank and the {len(change.kept)} kept characters; new rows are free)")
+    return pull
+
+
 def cnn_frozen(cfg: Config, step: int) -> bool:
     """Whether the CNN is frozen at ``step``: ``train.freeze_cnn_steps`` N > 0 freezes it for steps 0..N-1, -1 for
     the whole run."""
@@ -163,8 +235,59 @@ def set_cnn_frozen(bare, frozen: bool, step: int, main: bool) -> None:
                  "every layer from here")
 
 
+def _normalise_with_running_statistics(module: torch.nn.Module, args) -> None:
+    """Forward pre-hook of a frozen BatchNorm layer: evaluation mode for this call, whatever ``model.train()`` set."""
+    module.training = False
+
+
+def freeze_bn_statistics(bare: torch.nn.Module, main: bool) -> int:
+    """``train.freeze_bn``: every BatchNorm layer normalises with its starting running statistics for the whole run,
+    in training steps as in evaluation, and never updates them (its scale and shift still learn when trained). The
+    network then computes in training exactly what it computes when read, and the statistics the base model read
+    its domain with stay as they were however the batches look (half of them are the user's crops). Returns how
+    many layers."""
+    layers = [m for m in bare.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    for m in layers:
+        m.register_forward_pre_hook(_normalise_with_running_statistics)
+    if main and layers:
+        log.info("train.freeze_bn: %d BatchNorm layers normalise with the starting statistics for the whole run",
+                 len(layers))
+    return len(layers)
+
+
 def check_freeze(cfg: Config, mode: str) -> None:
     """DDP fixes the set of trained parameters when it wraps the model: only a whole-run freeze (-1) works there."""
     if mode == "ddp" and cfg.train.freeze_cnn_steps > 0:
         raise TrainingError(f"train.freeze_cnn_steps={cfg.train.freeze_cnn_steps}: unfreezing during a run is not "
                             "possible under DDP; use -1 (frozen for the whole run) or 0")
+
+
+INTERPOLATED = "interpolated.pt"
+
+
+def interpolate_into(bare: torch.nn.Module, start, charset: Charset, alpha: float) -> None:
+    """Load ``(1 - alpha) * start + alpha * bare`` into ``bare`` (:mod:`crnn.engine.interpolate`; ``start`` a loaded
+    :class:`~crnn.engine.checkpoint.Checkpoint`, ``bare`` trained for ``charset``)."""
+    from crnn.engine.checkpoint import Checkpoint, clean_state_dict
+    from crnn.engine.interpolate import interpolate_checkpoints
+
+    trained = Checkpoint("the trained model", {k: v.detach().cpu() for k, v in
+                                               clean_state_dict(bare.state_dict()).items()}, charset=charset.to_dict())
+    bare.load_state_dict(interpolate_checkpoints(start, trained, bare, alpha), strict=True)
+
+
+def write_interpolated(cfg: Config, bare: torch.nn.Module, charset: Charset, start, main: bool) -> Path:
+    """``train.interpolate_base``: the trained ``bare`` becomes its interpolation with the starting weights, saved
+    as ``interpolated.pt`` (weights only, main process; the caller barriers and scores it)."""
+    from crnn.engine.checkpoint import model_checkpoint, save_checkpoint
+
+    alpha = cfg.train.interpolate_base
+    interpolate_into(bare, start, charset, alpha)
+    path = Path(cfg.train.output_dir) / INTERPOLATED
+    if main:
+        save_checkpoint(model_checkpoint(bare, cfg, charset, interpolated={"start": cfg.train.init_weights,
+                                                                           "alpha": alpha}), path)
+        log.info("train.interpolate_base=%g: %s = %g x %s + %g x the trained weights (last.pt; rows of new "
+                 "characters: the trained ones); the model to read", alpha, path, 1 - alpha, cfg.train.init_weights,
+                 alpha)
+    return path

@@ -26,9 +26,10 @@ from crnn.engine.curve import CostClock, append_curve
 from crnn.engine.checkpoint import CheckpointError, check_not_foreign, load_model_weights, unwrap_model
 from crnn.engine.evaluate import autocast_context, evaluate
 from crnn.engine.alphabet_change import fit_alphabet
-from crnn.engine.finetune import (KEPT_METRICS, ValSets, base_protocol, build_base_loaders, check_freeze, cnn_frozen,
-                                  forgetting_report, generate_base_style, set_cnn_frozen, training_sources,
-                                  validate_base)
+from crnn.engine.finetune import (KEPT_METRICS, ValSets, base_protocol, build_base_loaders, build_base_pull,
+                                  check_freeze, cnn_frozen, forgetting_report, freeze_bn_statistics,
+                                  generate_base_style, set_cnn_frozen, training_sources, validate_base,
+                                  write_interpolated)
 from crnn.engine.health import Health
 from crnn.engine.optim import build_optimizer, build_scaler, build_scheduler, lr_factor  # noqa: F401 (re-exported)
 from crnn.engine.reporting import STOP_SIGNALS, Meter, StopFlag, _fmt_time, log_validation, open_tensorboard
@@ -184,6 +185,8 @@ def build_training_model(cfg: Config, charset: Charset, rt: Runtime,
             log.info("SyncBatchNorm: converted BatchNorm layers")
         else:
             log.info("train.sync_bn=true is not applicable on CPU (SyncBatchNorm needs CUDA); keeping BatchNorm")
+    if t.freeze_bn:  # after SyncBatchNorm's conversion (it replaces the layers), before compile and DDP
+        freeze_bn_statistics(model, rt.main)
     if t.compile:
         model = torch.compile(model)
     if rt.mode == "ddp":
@@ -235,8 +238,10 @@ def validate_all(model, vals: dict, charset, cfg: Config, rt: Runtime, step: int
 
 
 # ----------------------------------------------------------------------------- the loop
-def train_step(model, batch, opt, scaler, cfg: Config, rt: Runtime, last_micro: bool, bare) -> tuple[float, int]:
-    """Forward + backward of one micro-batch (no optimizer step). Returns (loss value, unfit labels)."""
+def train_step(model, batch, opt, scaler, cfg: Config, rt: Runtime, last_micro: bool, bare,
+               pull=None) -> tuple[float, int]:
+    """Forward + backward of one micro-batch (no optimizer step); ``pull``: train.base_pull's penalty, added to the
+    loss. Returns (CTC loss value, unfit labels)."""
     images, targets, target_lengths = batch.images, batch.targets, batch.target_lengths
     empty = len(batch.labels) == 0  # every image of the batch was corrupt: step on a dummy with zero weight,
     if empty:                       # so that every DDP rank still takes part in the gradient all-reduce
@@ -254,7 +259,8 @@ def train_step(model, batch, opt, scaler, cfg: Config, rt: Runtime, last_micro: 
         if cfg.data.keep_ratio and not empty and getattr(batch, "widths", None) is not None:
             steps = bare.output_length(batch.widths.long()).clamp(max=logits.shape[1])  # padding is not text
         res = ctc_loss(logits, targets, target_lengths, steps)
-        loss = res.loss * (0.0 if empty else 1.0 / cfg.train.accum_steps)
+        loss = res.loss if pull is None else res.loss + pull.penalty()
+        loss = loss * (0.0 if empty else 1.0 / cfg.train.accum_steps)
         (scaler.scale(loss) if scaler else loss).backward()
     return float(res.loss.detach()), res.num_unfit
 
@@ -355,6 +361,7 @@ def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, trai
     out = Path(t.output_dir)
     info: dict = {}
     model, bare = build_training_model(cfg, charset, rt, info)
+    pull = build_base_pull(cfg, bare, charset, info.get("alphabet_change"), rt.main)  # toward init, not a resumed state
     vals.base_protocol = base_protocol(cfg, info.get("base_charset"), charset)
     if rt.main:
         log.info("model %s: %.2f M parameters, %d classes, T=%d for width %d", cfg.model.variant,
@@ -395,18 +402,38 @@ def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, trai
         agent = os.getppid() if rt.mode == "ddp" and "TORCHELASTIC_RUN_ID" in os.environ else None
         with StopFlag(rt.main, agent) as stop:
             ended = _loop(cfg, rt, model, bare, charset, train_loader, vals, opt, sched, scaler, st, tb, stop, health,
-                          average)
+                          average, pull)
     finally:
         if tb is not None:
             tb.close()
+    interpolated = None
+    if ended == "done" and t.interpolate_base < 1:
+        interpolated = _interpolate_at_end(cfg, rt, model, bare, charset, vals, st, tb)
     if rt.main and ended == "done" and st.before and vals.last:
         for line in forgetting_report(st.before, vals.last, list(vals.base), list(vals)):
-            log.info("before -> after: %s", line)
+            log.info("before -> after%s: %s", f" ({interpolated.name})" if interpolated else "", line)
     return {"step": st.step, "best_metric": st.best_metric, "output_dir": str(out), "ended": ended,
             "interrupted": ended == "signal", "signal": stop.signum, "images_seen": st.images_seen,
             "before": st.before, "base_after": {k: vals.last[k] for k in vals.base if k in vals.last},
             "base_protocol": vals.base_protocol if vals.base else None,
-            "data_wait_share": health.data.run_share(), "health": list(health.warnings)}
+            "data_wait_share": health.data.run_share(), "health": list(health.warnings),
+            "interpolated": str(interpolated) if interpolated else None}
+
+
+def _interpolate_at_end(cfg: Config, rt: Runtime, model, bare, charset: Charset, vals, st: TrainState, tb) -> Path:
+    """``train.interpolate_base``: every rank turns its model into the interpolation with ``train.init_weights``
+    (the same numbers everywhere); rank 0 writes interpolated.pt; it is scored like the trained model was."""
+    try:
+        start = shared_checkpoint("train.init_weights", cfg.train.init_weights, rt)
+        path = write_interpolated(cfg, bare, charset, start, rt.main)
+    except CheckpointError as e:
+        raise TrainingError(_checkpoint_problem("train.init_weights", cfg.train.init_weights, e)) from None
+    D.barrier()
+    if vals:
+        if rt.main:
+            log.info("scoring %s", path.name)
+        validate_all(model, vals, charset, cfg, rt, st.step, None)
+    return path
 
 
 def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt: Runtime,
@@ -420,7 +447,7 @@ def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt
 
 
 def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: TrainState, tb, stop,
-          health: Health, average: WeightAverage | None = None) -> str:
+          health: Health, average: WeightAverage | None = None, pull=None) -> str:
     """The step loop; returns why it ended: "done", "signal" (SIGINT/SIGTERM/SIGHUP/SIGUSR1) or "stop_after"."""
     t = cfg.train
     if len(loader) == 0:
@@ -438,7 +465,7 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
         for batch in health.data.batches(batches_from, loader, st.epoch, st.batch_in_epoch):
             st.batch_in_epoch += 1
             micro += 1
-            loss, unfit = train_step(model, batch, opt, scaler, cfg, rt, micro % accum == 0, bare)
+            loss, unfit = train_step(model, batch, opt, scaler, cfg, rt, micro % accum == 0, bare, pull)
             st.skipped_images += batch.num_skipped
             st.unfit_labels += unfit
             health.micro(batch, loss, unfit)

@@ -1,0 +1,137 @@
+"""Held-out real-crop sets that measure what fine-tuning makes a model forget (README "Fine-tune on your own crops").
+
+    python scripts/forgetting_sets.py --out data/forgetting      # real crops from $(python -m crnn.shared_data)
+    python scripts/forgetting_table.py --sets data/forgetting --weights base=weights/crnn_vgg_small.pt \\
+        --weights tuned=runs/finetune/last.pt
+
+From the two real training splits (``--data``: a folder holding ``svt_train/`` and ``iiit5k_train/``, each with a
+gt.txt) it writes, into ``--out``, one LMDB per set and ``sets.json`` (what each set is, its size, whether the shipped
+model trained on its crops, whether it is locked):
+
+* ``svt_dev`` / ``svt_lock``: Street View crops split in two by a seeded shuffle (``--seed``). The shipped model never
+  trained on any of them. ``svt_lock`` is the slice decided up front never to look at while choosing a recipe: it is
+  scored only once a choice is committed, and then reported as it comes out.
+* ``<set>_perspective`` / ``<set>_curve``: the same crops warped by ``scripts/warp_crops.py`` (one end farther away, or
+  the baseline bent onto an arc) with ``--seed``, a geometry no recipe was tuned on; one per svt half and for iiit5k.
+* ``iiit5k``: the IIIT5K training crops. The shipped model's last stage trained on them (README "Shipped model"), so
+  their loss measures forgetting of trained-on crops, not of unseen ones; their warps are new images of those crops.
+
+Same data and seed, same bytes (PNG, lossless; labels unchanged). A set that exists is kept.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import random
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+from crnn.data.datasets import DatasetError, open_dataset  # noqa: E402
+from crnn.data.lmdb_io import write_lmdb  # noqa: E402
+from warp_crops import MODES  # noqa: E402
+
+SEED = 33  # issue 33; the model card's warps use seed 0, so these are other images
+SOURCES = {"svt": "svt_train", "iiit5k": "iiit5k_train"}
+
+
+def split_indices(n: int, seed: int) -> tuple[list[int], list[int]]:
+    """(dev, lock) indices of ``n`` samples: a seeded shuffle, the first half (rounded down) locked; both sorted."""
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    return sorted(order[n // 2:]), sorted(order[:n // 2])
+
+
+def png(img) -> bytes:
+    """PNG bytes of a PIL image."""
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def read_crops(path: Path) -> list[tuple[object, str]]:
+    """(RGB image, label) of every sample of a gt.txt folder or LMDB, in order; an undecodable one is an error."""
+    ds = open_dataset(path)
+    out = []
+    for i in range(len(ds)):
+        img, label = ds[i]
+        if img is None:
+            raise DatasetError(f"{path}: sample {i + 1} cannot be decoded; fix or remove it")
+        out.append((img.convert("RGB"), label))
+    return out
+
+
+def set_plan(data: Path, seed: int) -> list[dict]:
+    """Every set to write: name, source, indices into it, warp mode (None = straight), seen by the base, locked."""
+    plan = []
+    for short, folder in SOURCES.items():
+        n = len(open_dataset(data / folder))
+        if short == "svt":
+            dev, lock = split_indices(n, seed)
+            halves = [("svt_dev", dev, False), ("svt_lock", lock, True)]
+        else:
+            halves = [("iiit5k", list(range(n)), False)]
+        for name, idx, locked in halves:
+            for mode in (None, *MODES):
+                plan.append({"name": name if mode is None else f"{name}_{mode}", "source": folder, "indices": idx,
+                             "warp": mode, "seen_by_base": short == "iiit5k", "locked": locked})
+    return plan
+
+
+def samples(crops: list, entry: dict, seed: int):
+    """(PNG bytes, label) of one planned set; a warp's random draws depend on the seed and the source index only."""
+    for i in entry["indices"]:
+        img, label = crops[i]
+        if entry["warp"] is not None:
+            img = MODES[entry["warp"]](img, random.Random(seed * 1_000_003 + i))
+        yield png(img), label
+
+
+def build(data: Path, out: Path, seed: int = SEED) -> list[dict]:
+    """Write every missing set into ``out`` and ``sets.json``; return the manifest entries."""
+    plan = set_plan(data, seed)
+    cache: dict[str, list] = {}
+    manifest = []
+    for entry in plan:
+        path = out / f"{entry['name']}.lmdb"
+        if not path.exists():
+            crops = cache.setdefault(entry["source"], read_crops(data / entry["source"]))
+            write_lmdb(samples(crops, entry, seed), str(path), total=len(entry["indices"]))
+            print(f"wrote {len(entry['indices'])} crops to {path}")
+        manifest.append({k: v for k, v in entry.items() if k != "indices"} | {"samples": len(entry["indices"]),
+                                                                             "path": path.name})
+    (out / "sets.json").write_text(json.dumps({"seed": seed, "sets": manifest}, indent=1) + "\n")
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    from crnn.shared_data import shared_data_dir
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", default=None, help="folder with svt_train/ and iiit5k_train/ (default: the shared "
+                   "data folder, $CRNN_SHARED_DATA or ../shared/data)")
+    p.add_argument("--out", default="data/forgetting", help="folder for the LMDBs and sets.json")
+    p.add_argument("--seed", type=int, default=SEED, help=f"split and warp seed (default {SEED})")
+    args = p.parse_args(argv)
+    data = Path(args.data) if args.data else shared_data_dir()
+    missing = [f for f in SOURCES.values() if not (data / f / "gt.txt").is_file()]
+    if missing:
+        print(f"forgetting_sets: error: {data / missing[0]}/gt.txt not found; pass --data FOLDER holding "
+              f"{' and '.join(SOURCES.values())}", file=sys.stderr)
+        return 1
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    try:
+        manifest = build(data, Path(args.out), args.seed)
+    except (DatasetError, OSError) as e:
+        print(f"forgetting_sets: error: {e}", file=sys.stderr)
+        return 1
+    print(f"{len(manifest)} sets in {args.out} (seed {args.seed}); list: {Path(args.out) / 'sets.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

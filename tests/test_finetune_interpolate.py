@@ -1,0 +1,143 @@
+"""Weight-space interpolation of a fine-tuned model with its start (crnn/engine/interpolate.py): the library function,
+crnn-convert-ckpt --interpolate and train.interpolate_base."""
+from __future__ import annotations
+
+import io
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+import torch
+
+from crnn.charset import Charset
+from crnn.cli.convert_ckpt import main as convert_main
+from crnn.config import Config, load_config
+from crnn.engine.alphabet_change import adapt_head, output_layer_keys
+from crnn.engine.checkpoint import Checkpoint, CheckpointError, load_checkpoint, model_checkpoint, save_checkpoint
+from crnn.engine.interpolate import interpolate_checkpoints
+from crnn.model import build_model
+from tests.conftest import make_lmdb, random_words
+from tests.test_finetune import _check_shared_rows
+
+BASE = Charset.from_spec("alnum36")  # folds case: 'A' started from 'a' and has no row of its own in the base
+TUNED = Charset("0123456789abcdefghijklmnopqrstuvwxyzAB$-")
+
+
+def _pair(seed: int = 0):
+    """A tiny base model and a 'fine-tuned' one: the base's rows fitted to TUNED, then every tensor perturbed
+    (BatchNorm statistics included), as training would move them."""
+    torch.manual_seed(seed)
+    base = build_model("vgg_small", 1, BASE.num_classes, 16)
+    tuned = build_model("vgg_small", 1, TUNED.num_classes, 16)
+    state, _ = adapt_head(base.state_dict(), BASE, TUNED, tuned)
+    moved = {k: v + 0.05 * torch.randn_like(v) if v.is_floating_point() else v + 3 for k, v in state.items()}
+    moved = {k: v.abs() if k.endswith("running_var") else v for k, v in moved.items()}
+    tuned.load_state_dict(moved)
+    return base.eval(), tuned.eval()
+
+
+def _ck(model, charset: Charset, name: str) -> Checkpoint:
+    return Checkpoint(name, model.state_dict(), charset=charset.to_dict())
+
+
+def test_alpha_zero_reads_every_base_character_as_the_base_did():
+    base, tuned = _pair()
+    mixed = build_model("vgg_small", 1, TUNED.num_classes, 16)
+    mixed.load_state_dict(interpolate_checkpoints(_ck(base, BASE, "b"), _ck(tuned, TUNED, "t"), tuned, 0.0))
+    _check_shared_rows(base, mixed.eval(), BASE, TUNED, torch.randn(2, 1, 32, 48))
+
+
+def test_alpha_one_is_the_fine_tuned_model_exactly():
+    base, tuned = _pair()
+    out = interpolate_checkpoints(_ck(base, BASE, "b"), _ck(tuned, TUNED, "t"), tuned, 1.0)
+    ref = tuned.state_dict()
+    assert list(out) == list(ref) and all(torch.equal(out[k], ref[k]) for k in ref)
+
+
+def test_shared_rows_and_statistics_interpolate_new_rows_are_the_fine_tuned_ones():
+    base, tuned = _pair()
+    out = interpolate_checkpoints(_ck(base, BASE, "b"), _ck(tuned, TUNED, "t"), tuned, 0.25)
+    s, t = base.state_dict(), tuned.state_dict()
+    w, b = output_layer_keys(tuned)
+    for key in (w, b):
+        for c in "AB$-":  # new characters and upper case the base folded: the fine-tuned rows
+            assert torch.equal(out[key][TUNED.index[c]], t[key][TUNED.index[c]]), c
+        for c in ["", "a", "7"]:  # the blank and shared characters: a quarter of the way to the fine-tuned row
+            i, j = (BASE.index[c], TUNED.index[c]) if c else (0, 0)
+            torch.testing.assert_close(out[key][j], 0.75 * s[key][i] + 0.25 * t[key][j])
+    bn = next(k for k in t if k.endswith("running_mean"))
+    torch.testing.assert_close(out[bn], 0.75 * s[bn] + 0.25 * t[bn])
+    count = next(k for k in t if k.endswith("num_batches_tracked"))
+    assert torch.equal(out[count], t[count])  # an integer count is not interpolated: the fine-tuned one
+
+
+def test_other_architectures_and_bad_alpha_are_one_line_errors():
+    base, tuned = _pair()
+    other = build_model("vgg", 1, BASE.num_classes, 16)
+    with pytest.raises(CheckpointError, match=r"cannot interpolate b\.pt and t\.pt: not the same architecture") as e:
+        interpolate_checkpoints(_ck(other, BASE, "b.pt"), _ck(tuned, TUNED, "t.pt"), tuned, 0.5)
+    assert "\n" not in str(e.value)
+    wider = build_model("vgg_small", 1, BASE.num_classes, 32)
+    with pytest.raises(CheckpointError, match=r"rnn1\..* is \[.*\] in the fine-tuned model, \[.*\] in the start"):
+        interpolate_checkpoints(_ck(wider, BASE, "b.pt"), _ck(tuned, TUNED, "t.pt"), tuned, 0.5)
+    with pytest.raises(CheckpointError, match="within 0..1, got 1.5"):
+        interpolate_checkpoints(_ck(base, BASE, "b"), _ck(tuned, TUNED, "t"), tuned, 1.5)
+
+
+def _run(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(out):
+        rc = convert_main(argv)
+    return rc, out.getvalue()
+
+
+def test_convert_ckpt_interpolate(tmp_path):
+    base, tuned = _pair()
+    cfg = load_config(None, ["model.hidden=16"])
+    save_checkpoint(model_checkpoint(base, cfg, BASE), tmp_path / "base.pt")
+    save_checkpoint(model_checkpoint(tuned, cfg, TUNED), tmp_path / "tuned.pt")
+    rc, text = _run([str(tmp_path / "tuned.pt"), str(tmp_path / "mix.pt"), "--interpolate",
+                     str(tmp_path / "base.pt"), "--alpha", "0.6"])
+    assert rc == 0 and "0.4 x" in text and "0.6 x" in text
+    got = load_checkpoint(tmp_path / "mix.pt")
+    want = interpolate_checkpoints(_ck(base, BASE, "b"), _ck(tuned, TUNED, "t"), tuned, 0.6)
+    assert got.charset["chars"] == TUNED.chars and all(torch.equal(got.model_state[k], want[k]) for k in want)
+    assert got.raw["interpolated"]["alpha"] == 0.6
+    rc, text = _run([str(tmp_path / "tuned.pt"), str(tmp_path / "x.pt"), "--interpolate", str(tmp_path / "base.pt")])
+    assert rc == 2 and "--interpolate START and --alpha A go together" in text
+    rc, text = _run([str(tmp_path / "tuned.pt"), str(tmp_path / "x.pt"), "--interpolate", str(tmp_path / "base.pt"),
+                     "--alpha", "2"])
+    assert rc == 1 and text.strip().endswith("--alpha: the share of the fine-tuned weights must be within 0..1, "
+                                             "got 2.0")
+
+
+def test_train_interpolate_base_writes_and_scores_interpolated_pt(tmp_path, words_lmdb, capsys):
+    """crnn.train with train.interpolate_base=0.5: last.pt stays the trained model, interpolated.pt is the
+    interpolation of train.init_weights and last.pt, scored at the end; the summary names it."""
+    import crnn
+
+    torch.manual_seed(0)
+    init = tmp_path / "base.pt"
+    save_checkpoint(model_checkpoint(build_model("vgg_small", 1, BASE.num_classes, 16), Config(), BASE), init)
+    codes = make_lmdb(tmp_path / "codes.lmdb", [w.upper() + "-" + w[:2] for w in random_words(24, seed=5)])
+    val = make_lmdb(tmp_path / "val.lmdb", [w.upper() + "-7" for w in random_words(8, seed=6)])
+    run = crnn.train("configs/finetune.yaml", [
+        f"model.charset={BASE.chars}ABCDEFGHIJKLMNOPQRSTUVWXYZ-", f"data.train={codes}", f"data.val={val}",
+        f"train.init_weights={init}", "model.hidden=16", f"data.rehearsal={words_lmdb}", "data.rehearsal_num=0",
+        "train.base_val=[]", "data.batch_size=8", "data.num_workers=0", "train.steps=2", "train.warmup_steps=0",
+        "train.amp=off", "train.tensorboard=false", "train.freeze_cnn_steps=0", "train.interpolate_base=0.5",
+        f"train.output_dir={tmp_path / 'run'}"])
+    text = capsys.readouterr().err
+    assert run.interpolated == tmp_path / "run" / "interpolated.pt"
+    assert f"train.interpolate_base=0.5: {run.interpolated} = 0.5 x {init} + 0.5 x the trained weights" in text
+    assert "scoring interpolated.pt" in text and set(run.metrics) == {str(val)}
+    last, start = load_checkpoint(run.last), load_checkpoint(init)
+    model = build_model("vgg_small", 1, last.num_classes, 16)
+    want = interpolate_checkpoints(start, last, model, 0.5)
+    got = load_checkpoint(run.interpolated)
+    assert got.kind == "weights" and got.raw["interpolated"] == {"start": str(init), "alpha": 0.5}
+    assert all(torch.equal(got.model_state[k], want[k]) for k in want)
+    assert not torch.equal(got.model_state["rnn2.weight_ih_l0"], last.model_state["rnn2.weight_ih_l0"])
+    with pytest.raises(ValueError, match=r"train.interpolate_base: .* within 0..1 \(1 = off\), got 1.5"):
+        load_config(None, ["train.interpolate_base=1.5"])
+    with pytest.raises(ValueError, match="train.interpolate_base=0.5 interpolates toward the starting weights"):
+        load_config(None, ["train.interpolate_base=0.5"])

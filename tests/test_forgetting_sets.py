@@ -1,0 +1,119 @@
+"""scripts/forgetting_sets.py and scripts/forgetting_table.py: held-out sets split and warped reproducibly, locked
+slices kept out until asked for, and the table's paired differences against the base."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from crnn.charset import Charset
+from crnn.config import Config
+from crnn.data.datasets import open_dataset
+from crnn.data.lmdb_io import READERS
+from crnn.engine.checkpoint import model_checkpoint, save_checkpoint
+from crnn.model import build_model
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _script(name: str):
+    """Import scripts/<name>.py as a module (scripts/ is not a package)."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _folder(root: Path, name: str, labels: list[str]) -> None:
+    """A gt.txt folder of dark bars on light grounds, one width per crop."""
+    d = root / name
+    (d / "IMG").mkdir(parents=True)
+    lines = []
+    for i, label in enumerate(labels):
+        arr = np.full((32, 60 + 10 * i, 3), 220, np.uint8)
+        arr[8:24, 6:-6] = 20
+        Image.fromarray(arr).save(d / "IMG" / f"{i}.jpg")
+        lines.append(f"IMG/{i}.jpg\t{label}")
+    (d / "gt.txt").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture()
+def real(tmp_path: Path) -> Path:
+    root = tmp_path / "shared"
+    _folder(root, "svt_train", [f"SVT{i}" for i in range(9)])
+    _folder(root, "iiit5k_train", [f"word{i}" for i in range(4)])
+    return root
+
+
+def _raw(path: Path) -> list[tuple[bytes, bytes]]:
+    """Every key and value of an LMDB (through the process's one handle per path)."""
+    with READERS.borrow(path) as env, env.begin() as txn:
+        return sorted((bytes(k), bytes(v)) for k, v in txn.cursor())
+
+
+def test_sets_split_warp_and_repeat_byte_for_byte(real: Path, tmp_path: Path, capsys) -> None:
+    mod = _script("forgetting_sets")
+    assert mod.main(["--data", str(real), "--out", str(tmp_path / "a")]) == 0
+    assert mod.main(["--data", str(real), "--out", str(tmp_path / "b")]) == 0
+    manifest = json.loads((tmp_path / "a" / "sets.json").read_text())
+    sets = {s["name"]: s for s in manifest["sets"]}
+    assert set(sets) == {f"{h}{w}" for h in ("svt_dev", "svt_lock", "iiit5k") for w in ("", "_perspective", "_curve")}
+    assert [sets[n]["samples"] for n in ("svt_dev", "svt_lock", "iiit5k")] == [5, 4, 4]
+    assert {n for n, s in sets.items() if s["locked"]} == {"svt_lock", "svt_lock_perspective", "svt_lock_curve"}
+    assert {n for n, s in sets.items() if s["seen_by_base"]} == {"iiit5k", "iiit5k_perspective", "iiit5k_curve"}
+    labels = {n: [open_dataset(tmp_path / "a" / f"{n}.lmdb")[i][1] for i in range(sets[n]["samples"])] for n in sets}
+    assert sorted(labels["svt_dev"] + labels["svt_lock"], key=lambda t: int(t[3:])) == [f"SVT{i}" for i in range(9)]
+    assert labels["svt_dev_curve"] == labels["svt_dev"] and labels["iiit5k_perspective"] == labels["iiit5k"]
+    straight, bent = open_dataset(tmp_path / "a" / "svt_dev.lmdb")[0][0], open_dataset(tmp_path / "a" /
+                                                                                     "svt_dev_curve.lmdb")[0][0]
+    assert straight.size[0] == bent.size[0] and bent.size[1] > straight.size[1]  # the arc makes it taller
+    for n in sets:  # same data and seed: same bytes
+        assert _raw(tmp_path / "a" / f"{n}.lmdb") == _raw(tmp_path / "b" / f"{n}.lmdb"), n
+    assert mod.main(["--data", str(real), "--out", str(tmp_path / "c"), "--seed", "5"]) == 0
+    other = [open_dataset(tmp_path / "c" / "svt_lock.lmdb")[i][1] for i in range(4)]
+    assert other != labels["svt_lock"]  # the seed decides the split
+
+
+def test_missing_real_crops_is_a_one_line_error_and_nothing_written(tmp_path: Path, capsys) -> None:
+    mod = _script("forgetting_sets")
+    assert mod.main(["--data", str(tmp_path / "none"), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "svt_train/gt.txt not found; pass --data FOLDER" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_table_differences_are_paired_against_the_first_model(real: Path, tmp_path: Path, capsys) -> None:
+    """The same weights twice: every difference 0 with nothing lost or gained; the locked slice only with
+    --unlock; an extra set with its own protocol."""
+    _script("forgetting_sets").main(["--data", str(real), "--out", str(tmp_path / "sets")])
+    capsys.readouterr()
+    cs = Charset.from_spec("alnum36")
+    cfg = Config()
+    cfg.model.hidden = 16
+    torch.manual_seed(0)
+    ckpt = tmp_path / "m.pt"
+    save_checkpoint(model_checkpoint(build_model("vgg_small", 1, cs.num_classes, 16), cfg, cs), ckpt)
+    table = _script("forgetting_table")
+    out = tmp_path / "t.json"
+    args = ["--sets", str(tmp_path / "sets"), "--weights", f"base={ckpt}", "--weights", f"again={ckpt}",
+            "--extra", f"codes={real / 'svt_train'}:exact", "--cache", str(tmp_path / "cache.json"), "--out", str(out)]
+    assert table.main(args) == 0
+    res = json.loads(out.read_text())
+    names = [s["name"] for s in res["sets"]]
+    assert "svt_lock" not in names and "svt_dev" in names and names[-1] == "codes"
+    again = res["rows"][1]["cells"]
+    assert all(c["delta"] == 0 and c["lost"] == 0 and c["gained"] == 0 for c in again.values())
+    assert res["sets"][-1]["protocol"] == "exact"
+    printed = capsys.readouterr().out
+    assert printed.splitlines()[0].startswith("| model | svt_dev (5) |") and "| again | " in printed
+    assert table.main([*args, "--unlock"]) == 0
+    assert "svt_lock" in [s["name"] for s in json.loads(out.read_text())["sets"]]
+    b = [True, True, False, False]
+    assert table.score(["A-1", "b", "c", ""], ["a1", "B", "x", "d"], "alnum-insensitive") == b
