@@ -321,3 +321,17 @@ def test_plot_curve_draws_both_panels_and_names_a_missing_set(tmp_path, capsys):
     assert plot_curve.main([args[0], "--set", "nope", "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert "no rows for set 'nope'" in err and err.count("\n") == 1
+
+
+@needs_fonts
+def test_online_batches_keep_data_min_width():
+    """Lines rendered on the fly are stretched to data.min_width like stored crops (one short line is ~20 px)."""
+    from crnn.data.loader import build_online_loader
+
+    opts = SynthOptions(charset=CHARS, text="lines", max_len=1, split="all")
+    common = dict(height=32, width=96, keep_ratio=True, max_width=128, channels=1, batch_size=4, num_workers=0,
+                  augment=False, seed=3, batches_per_epoch=2)
+    narrow = next(iter(build_online_loader(opts, Charset.from_spec(CHARS), **common)))
+    wide = next(iter(build_online_loader(opts, Charset.from_spec(CHARS), **common, min_width=120)))
+    assert narrow.images.shape[-1] < 120 <= wide.images.shape[-1]
+    assert narrow.labels == wide.labels

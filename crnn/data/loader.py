@@ -149,7 +149,8 @@ class PooledTrainLoader(TrainLoader):
 def build_online_loader(opts: Any, charset: Charset, *, height: int, width: int, keep_ratio: bool, max_width: int,
                         channels: int, batch_size: int, num_workers: int, augment: bool, seed: int,
                         batches_per_epoch: int, rank: int = 0, world_size: int = 1, interpolation: str = "bilinear",
-                        mean: float = 0.5, std: float = 0.5, pad: str = "batch", pool: int = 1) -> TrainLoader:
+                        mean: float = 0.5, std: float = 0.5, pad: str = "batch", pool: int = 1,
+                        min_width: int = 8) -> TrainLoader:
     """Training loader whose workers render every batch on the fly (:mod:`crnn.data.online`): ``opts`` is the
     generator's SynthOptions, ``seed`` its seed; ``pool`` batches at a time are regrouped by line width; rank ``r``
     of ``world_size`` takes every ``world_size``-th pool."""
@@ -157,7 +158,7 @@ def build_online_loader(opts: Any, charset: Charset, *, height: int, width: int,
 
     transform = make_transform(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
                                channels=channels, augment=augment, interpolation=interpolation, mean=mean, std=std,
-                               pad=pad)
+                               pad=pad, min_width=min_width)
     collate = make_collate(charset, height=height, width=width, keep_ratio=keep_ratio, channels=channels, pad=pad)
     per_epoch = max(pool, batches_per_epoch - batches_per_epoch % pool)
     dataset = SynthBatches(opts, batch_size, seed, transform, collate, per_epoch, pool=pool)
