@@ -43,9 +43,8 @@ CHUNK = 512  # images loaded and predicted together by predict_paths (bounds mem
 # The shipped models by name (files in weights/ of the package checkout); "en" is the default everywhere.
 WEIGHTS_BY_NAME = {"en": "crnn_vgg_small.pt", "zh": "crnn_zh_lines.pt"}
 # names whose model this release does not ship yet: what a user can do instead (README "Reading Chinese lines")
-NOT_YET_SHIPPED = {"zh": "no Chinese model ships in this release (its training needs a GPU: README 'Reading Chinese "
-                         "lines'); train one with crnn-train --config configs/shipped_zh.yaml and copy its best.pt "
-                         "there"}
+NOT_YET_SHIPPED = {"zh": "it comes with the crnn checkout (git pull), or train one with bash scripts/zh_sitting.sh "
+                         "start (README 'Reading Chinese lines') and copy runs/zh/last.pt there"}
 SHIPPED_MODEL = WEIGHTS_BY_NAME["en"]
 
 

@@ -113,7 +113,7 @@ def test_a_missing_named_model_is_one_line_everywhere(tmp_path, monkeypatch, cap
         assert main(["--weights", "zh", *argv]) == 2
         err = capsys.readouterr().err
         assert len(err.splitlines()) == 1 and "crnn_zh_lines.pt, which is not there" in err, err
-        assert "no Chinese model ships in this release" in err and "configs/shipped_zh.yaml" in err
+        assert "git pull" in err and "scripts/zh_sitting.sh start" in err
     with pytest.raises(InferenceError, match="crnn_zh_lines.pt"):
         crnn.Recognizer("zh")
 
@@ -229,13 +229,15 @@ def test_benchmark_scores_under_the_unicode_protocol(bench):
 @pytest.mark.skipif(not NOTO_CJK.is_file(), reason="needs fonts-noto-cjk")
 def test_benchmark_builds_the_clean_set_once_and_runs_our_column(bench, shipped_zh, tmp_path, monkeypatch, capsys):
     pytest.importorskip("jieba")
-    monkeypatch.setattr(bench, "ppocr_engine", lambda threads: None)  # as without rapidocr
+    monkeypatch.setattr(bench, "ppocr_engine", lambda threads: None)  # as without rapidocr-onnxruntime
+    monkeypatch.setattr(bench, "ppocr6_engine", lambda threads: None)  # and without rapidocr 3.x
     argv = ["--weights", "zh", "--sets", "clean", "--num", "3", "--work", str(tmp_path), "--json", "--threads", "1"]
     assert bench.main(argv) == 0
     out, err = capsys.readouterr()
     rows = json.loads(out)["rows"]
     assert [r["model"] for r in rows] == ["zh"] and rows[0]["clean"]["samples"] == 3
     assert "skipped PP-OCRv4: rapidocr_onnxruntime is not installed" in err
+    assert "skipped PP-OCRv6 small: rapidocr 3.x is not installed" in err
     gt = (tmp_path / "clean" / "gt.txt").read_text(encoding="utf-8").splitlines()
     assert len(gt) == 3 and all(4 <= len(ln.split("\t")[1]) <= 12 for ln in gt)
     img = Image.open(tmp_path / "clean" / gt[0].split("\t")[0])
@@ -279,3 +281,21 @@ def test_readme_and_model_card_hold_the_zh_sections_and_table_markers():
     assert ("**No Chinese model ships in this release.**" in section) is not shipped
     assert ("**Not shipped in this release.**" in card) is not shipped
     assert Image.open(REPO / "weights" / "samples" / "zh_line.png").height >= 32
+
+
+def test_the_docs_state_the_committed_chinese_model_as_it_is():
+    """README and model card quote the committed file's own counters and its curve's last held-out CER."""
+    pack = REPO / "weights" / "crnn_zh_lines.pt"
+    if not pack.is_file():
+        pytest.skip("no Chinese model in this checkout")
+    from crnn.engine.curve import read_curve
+
+    state = torch.load(pack, map_location="cpu", weights_only=True)["state"]
+    rows = read_curve(REPO / "weights" / "crnn_zh_lines_curve.tsv")
+    assert rows and int(rows[-1]["step"]) <= state["step"]
+    counters = (f"**{state['step']:,} steps, {state['images_seen'] / 1e6:.2f} M lines seen, "
+                f"{state['cpu_seconds'] / 3600:.1f} CPU-hours**")
+    cer = f"CER {100 * float(rows[-1]['cer']):.1f} %"
+    for doc in (REPO / "README.md", REPO / "weights" / "README.md"):
+        text = doc.read_text(encoding="utf-8")
+        assert counters in text and cer in text and "@@" not in text, doc
