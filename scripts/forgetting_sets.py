@@ -112,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     from crnn.shared_data import shared_data_dir
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", default=None, help="folder with svt_train/ and iiit5k_train/ (default: the shared "
-                   "data folder, $CRNN_SHARED_DATA or ../shared/data)")
+    p.add_argument("--data", default=None, help="folder with svt_train/ and iiit5k_train/ (default: the real "
+                   "crops crnn.shared_data finds: $CRNN_SHARED_DATA, else the data folder shared beside the checkout)")
     p.add_argument("--out", default="data/forgetting", help="folder for the LMDBs and sets.json")
     p.add_argument("--seed", type=int, default=SEED, help=f"split and warp seed (default {SEED})")
     args = p.parse_args(argv)

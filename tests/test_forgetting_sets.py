@@ -46,7 +46,7 @@ def _folder(root: Path, name: str, labels: list[str]) -> None:
 
 @pytest.fixture()
 def real(tmp_path: Path) -> Path:
-    root = tmp_path / "shared"
+    root = tmp_path / "real_crops"
     _folder(root, "svt_train", [f"SVT{i}" for i in range(9)])
     _folder(root, "iiit5k_train", [f"word{i}" for i in range(4)])
     return root
