@@ -17,7 +17,7 @@ import os
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -26,6 +26,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 import crnn
 from crnn.charset import Charset
 from crnn.config import Config, load_config
+from crnn.data.collate import read_at_own_width, split_by_width  # noqa: F401 (public here too)
 from crnn.data.transforms import INFER_MAX_WIDTH, ResizeNormalize
 from crnn.decode import DECODE_METHODS, decode
 from crnn.engine.checkpoint import Checkpoint, build_from_checkpoint, load_checkpoint
@@ -175,46 +176,6 @@ def width_batches(widths: Sequence[int], batch_size: int) -> list[list[int]]:
         groups.setdefault(w, []).append(i)
     return [idx[s:s + batch_size] for w in sorted(groups) for idx in [groups[w]]
             for s in range(0, len(idx), batch_size)]
-
-
-def split_by_width(batch):
-    """A right-padded :class:`~crnn.data.collate.Batch` -> batches of images of one unpadded width each, cut to it.
-
-    Every crop is then read at its own width, as :class:`Recognizer` reads it, not at the batch's widest: the padding
-    costs time and (through the bidirectional LSTM) can change the reading. Groups come in order of first
-    appearance; fields with one entry per image follow their images, ``num_skipped`` stays with the first group.
-    """
-    widths = [int(w) for w in batch.widths]
-    if len(set(widths)) <= 1 and (not widths or widths[0] == batch.images.shape[-1]):
-        return [batch]
-    groups: dict[int, list[int]] = {}
-    for i, w in enumerate(widths):
-        groups.setdefault(w, []).append(i)
-    n = len(widths)
-    targets = list(torch.split(batch.targets, [int(x) for x in batch.target_lengths])) if batch.targets.numel() else []
-    out = []
-    for k, (w, idx) in enumerate(groups.items()):
-        changes = {}
-        for f in fields(batch):
-            v = getattr(batch, f.name)
-            if f.name == "images":
-                changes[f.name] = v[idx, ..., :w]  # (b, C, H, w)
-            elif f.name == "targets":
-                changes[f.name] = torch.cat([targets[i] for i in idx]) if targets else v
-            elif f.name == "num_skipped":
-                changes[f.name] = v if k == 0 else 0
-            elif isinstance(v, torch.Tensor) and v.dim() > 0 and len(v) == n:
-                changes[f.name] = v[idx]
-            elif isinstance(v, (list, tuple)) and len(v) == n:
-                changes[f.name] = type(v)(v[i] for i in idx)
-        out.append(replace(batch, **changes))
-    return out
-
-
-def read_at_own_width(batches: Iterable) -> Iterator:
-    """:func:`split_by_width` over a loader: what ``crnn-eval`` feeds the model, so that it reads as crnn-predict."""
-    for batch in batches:
-        yield from split_by_width(batch)
 
 
 class Recognizer:

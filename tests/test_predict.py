@@ -197,6 +197,35 @@ def test_split_by_width_cuts_a_padded_batch_into_equal_width_batches():
     assert len(kept) == 1 and kept[0] is same  # nothing to cut: the batch itself
 
 
+def test_evaluate_reads_every_image_at_its_own_width_as_crnn_eval_does():
+    """Training-time validation and the fine-tune's base sets go through evaluate(): a padded keep-ratio batch must
+    be read as crnn-eval and crnn-predict read it (each image at its own width), or the curve and the log disagree
+    with crnn-eval on the same weights."""
+    from crnn.data.collate import Batch
+    from crnn.engine.evaluate import evaluate
+
+    cfg = tiny_config(keep_ratio=True)
+    model, seen = tiny_model(cfg, seed=3), []
+    model.register_forward_pre_hook(lambda m, args: seen.append(args[0].shape[-1]))
+    cs = Charset.from_spec("alnum36")
+    torch.manual_seed(0)
+    images = torch.rand(4, 1, 32, 96)
+    widths = [40, 96, 40, 64]
+    for i, w in enumerate(widths):
+        images[i, ..., w:] = 0.0  # right padding
+    batch = Batch(images, torch.tensor([11, 12, 13, 14]), torch.tensor([1, 1, 1, 1]), ["a", "b", "c", "d"],
+                  torch.tensor(widths))
+    padded = evaluate(model, [batch], cs, torch.device("cpu"), protocol="exact", max_examples=4)
+    assert sorted(seen) == [40, 64, 96]  # one forward per width, none at the padded 96 for the narrow ones
+    seen.clear()
+    alone = [evaluate(model, [Batch(images[i:i + 1, ..., :w], torch.tensor([11 + i]), torch.tensor([1]),
+                                    [batch.labels[i]], torch.tensor([w]))], cs, torch.device("cpu"),
+                      protocol="exact", max_examples=1) for i, w in enumerate(widths)]
+    by_label = dict(padded.examples)
+    assert [by_label[r.examples[0][0]] for r in alone] == [r.examples[0][1] for r in alone]
+    assert padded.metrics["cer"] == pytest.approx(sum(r.metrics["cer"] for r in alone) / 4)
+
+
 def test_cpu_recognizer_runs_channels_last_with_the_same_readings(ckpts, images):
     """oneDNN's NHWC convolutions are faster on a CPU; the text is that of the plain layout."""
     rec = Recognizer.from_checkpoint(ckpts["keep_ratio"], device="cpu")

@@ -1,8 +1,8 @@
 """Batching: stack (and right-pad) images, encode targets, skip and count undecodable samples."""
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any
 
 import torch
@@ -88,3 +88,43 @@ class Collate:
             out[i, :, :, :w] = img
             out[i, :, :, w:] = img[..., -1:] if self.pad_edge else self.pad_value
         return out
+
+
+def split_by_width(batch):
+    """A right-padded :class:`~crnn.data.collate.Batch` -> batches of images of one unpadded width each, cut to it.
+
+    Every crop is then read at its own width, as :class:`Recognizer` reads it, not at the batch's widest: the padding
+    costs time and (through the bidirectional LSTM) can change the reading. Groups come in order of first
+    appearance; fields with one entry per image follow their images, ``num_skipped`` stays with the first group.
+    """
+    widths = [int(w) for w in batch.widths]
+    if len(set(widths)) <= 1 and (not widths or widths[0] == batch.images.shape[-1]):
+        return [batch]
+    groups: dict[int, list[int]] = {}
+    for i, w in enumerate(widths):
+        groups.setdefault(w, []).append(i)
+    n = len(widths)
+    targets = list(torch.split(batch.targets, [int(x) for x in batch.target_lengths])) if batch.targets.numel() else []
+    out = []
+    for k, (w, idx) in enumerate(groups.items()):
+        changes = {}
+        for f in fields(batch):
+            v = getattr(batch, f.name)
+            if f.name == "images":
+                changes[f.name] = v[idx, ..., :w]  # (b, C, H, w)
+            elif f.name == "targets":
+                changes[f.name] = torch.cat([targets[i] for i in idx]) if targets else v
+            elif f.name == "num_skipped":
+                changes[f.name] = v if k == 0 else 0
+            elif isinstance(v, torch.Tensor) and v.dim() > 0 and len(v) == n:
+                changes[f.name] = v[idx]
+            elif isinstance(v, (list, tuple)) and len(v) == n:
+                changes[f.name] = type(v)(v[i] for i in idx)
+        out.append(replace(batch, **changes))
+    return out
+
+
+def read_at_own_width(batches: Iterable) -> Iterator:
+    """:func:`split_by_width` over a loader: what ``crnn-eval`` feeds the model, so that it reads as crnn-predict."""
+    for batch in batches:
+        yield from split_by_width(batch)

@@ -5,11 +5,12 @@ import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, is_dataclass
 
 import torch
 
 from crnn.charset import Charset
+from crnn.data.collate import split_by_width
 from crnn.decode import decode
 from crnn.engine.distributed import all_gather_object, all_reduce_sum, broadcast_object, get_world_size
 from crnn.metrics import RecognitionMetrics, cer_first, normalize_text, resolve_protocol
@@ -59,7 +60,7 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
     first_images = None
     n_skipped, t0 = 0, time.perf_counter()
     predicted, right = Counter(), Counter()  # how often each text was predicted, and was the label
-    for batch in loader:
+    for batch in _own_width(loader):
         n_skipped += getattr(batch, "num_skipped", 0)
         if len(batch.labels) == 0:  # every image of the batch was undecodable
             continue
@@ -89,6 +90,17 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
     return EvalResult(result, result["samples"] / max(elapsed, 1e-9), examples[:max_examples],
                       errors, first_images, state, skipped, protocol, total.removed_share(),
                       cer_first(charset.chars), empty, top_predictions(predicted, right))
+
+
+def _own_width(loader: Iterable) -> Iterable:
+    """Each right-padded batch as batches of one unpadded width: every image is read at its own width, as
+    crnn-predict and crnn-eval read it (padding a line to the widest of its batch changes what the BiLSTM reads: a
+    keep-ratio Chinese line model scored 2.5 points of CER worse that way during training)."""
+    for batch in loader:
+        if is_dataclass(batch) and hasattr(batch, "widths"):
+            yield from split_by_width(batch)
+        else:
+            yield batch
 
 
 def top_predictions(predicted: Counter, right: Counter, keep: int = 3) -> list[tuple[str, int, int]]:
