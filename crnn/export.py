@@ -69,7 +69,8 @@ def export_metadata(model: CRNN, charset: Charset, cfg: Config) -> dict:
     return {"format": "crnn-export", "version": 1, "variant": model.variant, "charset": charset.to_dict(),
             "blank": 0, "in_channels": model.in_channels, "height": d.height, "width": d.width,
             "keep_ratio": d.keep_ratio, "max_width": max(d.max_width, INFER_MAX_WIDTH),
-            "train_max_width": d.max_width, "min_width": d.min_width, "normalize": normalize, "mean": d.mean,
+            "train_max_width": d.max_width, "min_width": d.min_width, "width_step": d.width_step,
+            "normalize": normalize, "mean": d.mean,
             "std": d.std, "interpolation": d.interpolation, "pad": d.pad,
             "input": "images [batch, channels, height, width]", "output": "logits [batch, time, classes]"}
 

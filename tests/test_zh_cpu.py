@@ -335,3 +335,52 @@ def test_online_batches_keep_data_min_width():
     wide = next(iter(build_online_loader(opts, Charset.from_spec(CHARS), **common, min_width=120)))
     assert narrow.images.shape[-1] < 120 <= wide.images.shape[-1]
     assert narrow.labels == wide.labels
+
+
+def test_width_step_rounds_keep_ratio_widths_everywhere_a_model_is_read(tmp_path):
+    """data.width_step: keep-ratio widths rounded to a multiple of it in the transform, the evaluation and online
+    training loaders, crnn.Recognizer (from the checkpoint's config, where lines of nearly equal width then share one
+    forward pass) and the export metadata; the default (1) changes nothing; impossible settings are config errors."""
+    from PIL import Image
+
+    from crnn.data.loader import build_eval_loader, build_online_loader, make_transform, preprocess_options
+    from crnn.export import export_metadata
+    from crnn.infer import Recognizer
+    from crnn.engine.checkpoint import model_checkpoint, save_checkpoint
+
+    cfg = load_config(None, ["data.keep_ratio=true", "data.max_width=320", "data.width_step=8", "model.hidden=16",
+                             "model.variant=vgg_small_w8", f"model.charset={CHARS}"])
+    geom = dict(height=32, width=100, keep_ratio=True, max_width=320, channels=1)
+    t = make_transform(**geom, **preprocess_options(cfg.data))
+    assert [t(Image.new("L", (w, 32), 200)).shape[-1] for w in (61, 67, 69, 3, 330)] == [64, 64, 72, 8, 320]
+    default = make_transform(**geom, **preprocess_options(load_config(None, ["data.keep_ratio=true"]).data))
+    assert [default(Image.new("L", (w, 32), 200)).shape[-1] for w in (61, 67, 3)] == [61, 67, 8]
+
+    folder = tmp_path / "val"
+    folder.mkdir()
+    for i, w in enumerate((61, 67, 90)):
+        Image.new("L", (w, 32), 200).save(folder / f"{i}.png")
+    (folder / "gt.txt").write_text("0.png\t的\n1.png\t一\n2.png\t是\n", encoding="utf-8")
+    batch = next(iter(build_eval_loader(str(folder), **geom, batch_size=3, num_workers=0,
+                                        **preprocess_options(cfg.data))))
+    assert batch.widths.tolist() == [64, 64, 88]
+    opts = SynthOptions(charset=CHARS, text="lines", max_len=4, split="all")
+    online = next(iter(build_online_loader(opts, Charset.from_spec(CHARS), **geom, batch_size=4, num_workers=0,
+                                           augment=False, seed=3, batches_per_epoch=2,
+                                           **preprocess_options(cfg.data))))
+    assert online.widths.tolist() and all(w % 8 == 0 for w in online.widths.tolist())
+
+    cs = Charset.from_spec(CHARS)
+    model = build_model("vgg_small_w8", 1, cs.num_classes, 16)
+    save_checkpoint(model_checkpoint(model, cfg, cs), tmp_path / "m.pt")
+    rec = Recognizer.from_checkpoint(tmp_path / "m.pt", device="cpu")
+    calls = []
+    rec.model.register_forward_pre_hook(lambda m, args: calls.append(tuple(args[0].shape)))
+    rec.predict_images([Image.new("L", (w, 32), 200) for w in (61, 63, 66, 90)])
+    assert sorted(calls) == [(1, 1, 32, 88), (3, 1, 32, 64)]  # 61, 63 and 66 px share one batch at 64
+    assert export_metadata(model, cs, cfg)["width_step"] == 8
+
+    with pytest.raises(ConfigError, match=r"data.width_step: must be between 1 \(off\) and data.max_width"):
+        load_config(None, ["data.keep_ratio=true", "data.width_step=0"])
+    with pytest.raises(ConfigError, match="data.width_step: rounds keep-ratio widths"):
+        load_config(None, ["data.width_step=8"])

@@ -66,11 +66,11 @@ def stop_workers(loader: "TrainLoader | DataLoader") -> None:
 
 def make_transform(*, height: int, width: int, keep_ratio: bool, max_width: int, channels: int,
                    augment: bool = False, interpolation: str = "bilinear", mean: float = 0.5, std: float = 0.5,
-                   pad: str = "batch", min_width: int = 8) -> ResizeNormalize:
+                   pad: str = "batch", min_width: int = 8, width_step: int = 1) -> ResizeNormalize:
     """The image transform shared by training and evaluation (preprocessing as in the model's data config)."""
     return ResizeNormalize(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
                            channels=channels, augment=augment, min_width=min_width, interpolation=interpolation,
-                           mean=mean, std=std, pad=pad)
+                           mean=mean, std=std, pad=pad, width_step=width_step)
 
 
 def make_collate(charset: Charset | None, *, height: int, width: int, keep_ratio: bool, channels: int,
@@ -85,13 +85,13 @@ def build_train_loader(sources: Sequence[dict[str, Any]], charset: Charset, *, h
                        keep_ratio: bool, max_width: int, channels: int, batch_size: int, num_workers: int,
                        max_label_length: int | None, augment: bool, seed: int, rank: int = 0,
                        world_size: int = 1, interpolation: str = "bilinear", mean: float = 0.5, std: float = 0.5,
-                       pad: str = "batch", min_width: int = 8) -> TrainLoader:
+                       pad: str = "batch", min_width: int = 8, width_step: int = 1) -> TrainLoader:
     """Training loader over ``sources`` (``{"path", "ratio"}``): shuffled, sharded by rank, drop_last."""
     if not sources:
         raise DatasetError("no training sources given; set data.train to at least one dataset path")
     transform = make_transform(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
                                channels=channels, augment=augment, interpolation=interpolation, mean=mean, std=std,
-                               pad=pad, min_width=min_width)
+                               pad=pad, min_width=min_width, width_step=width_step)
     parts = [open_dataset(s["path"], charset, max_label_length, transform) for s in sources]
     for src, part in zip(sources, parts):
         if len(part) == 0:
@@ -150,7 +150,7 @@ def build_online_loader(opts: Any, charset: Charset, *, height: int, width: int,
                         channels: int, batch_size: int, num_workers: int, augment: bool, seed: int,
                         batches_per_epoch: int, rank: int = 0, world_size: int = 1, interpolation: str = "bilinear",
                         mean: float = 0.5, std: float = 0.5, pad: str = "batch", pool: int = 1,
-                        min_width: int = 8) -> TrainLoader:
+                        min_width: int = 8, width_step: int = 1) -> TrainLoader:
     """Training loader whose workers render every batch on the fly (:mod:`crnn.data.online`): ``opts`` is the
     generator's SynthOptions, ``seed`` its seed; ``pool`` batches at a time are regrouped by line width; rank ``r``
     of ``world_size`` takes every ``world_size``-th pool."""
@@ -158,7 +158,7 @@ def build_online_loader(opts: Any, charset: Charset, *, height: int, width: int,
 
     transform = make_transform(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
                                channels=channels, augment=augment, interpolation=interpolation, mean=mean, std=std,
-                               pad=pad, min_width=min_width)
+                               pad=pad, min_width=min_width, width_step=width_step)
     collate = make_collate(charset, height=height, width=width, keep_ratio=keep_ratio, channels=channels, pad=pad)
     per_epoch = max(pool, batches_per_epoch - batches_per_epoch % pool)
     dataset = SynthBatches(opts, batch_size, seed, transform, collate, per_epoch, pool=pool)
@@ -175,11 +175,11 @@ def build_online_loader(opts: Any, charset: Charset, *, height: int, width: int,
 def build_eval_loader(path: str, *, height: int, width: int, keep_ratio: bool, max_width: int, channels: int,
                       batch_size: int, num_workers: int, rank: int = 0, world_size: int = 1,
                       interpolation: str = "bilinear", mean: float = 0.5, std: float = 0.5,
-                      pad: str = "batch", min_width: int = 8) -> DataLoader:
+                      pad: str = "batch", min_width: int = 8, width_step: int = 1) -> DataLoader:
     """Eval loader with raw labels; rank ``r`` reads a disjoint contiguous shard (no padding, no duplicates)."""
     transform = make_transform(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
                                channels=channels, interpolation=interpolation, mean=mean, std=std, pad=pad,
-                               min_width=min_width)
+                               min_width=min_width, width_step=width_step)
     dataset = open_dataset(path, charset=None, transform=transform)
     return DataLoader(dataset, batch_size=batch_size, sampler=ShardSampler(len(dataset), rank, world_size),
                       num_workers=num_workers, drop_last=False, pin_memory=torch.cuda.is_available(),
@@ -190,7 +190,7 @@ def build_eval_loader(path: str, *, height: int, width: int, keep_ratio: bool, m
 def preprocess_options(data: Any) -> dict[str, Any]:
     """The preprocessing settings of a data config (``cfg.data``) as keyword arguments for the loaders."""
     return {"interpolation": data.interpolation, "mean": data.mean, "std": data.std, "pad": data.pad,
-            "min_width": data.min_width}
+            "min_width": data.min_width, "width_step": data.width_step}
 
 
 def _ratios(sources: Sequence[dict[str, Any]]) -> list[float] | None:

@@ -22,8 +22,8 @@ class ResizeNormalize:
     """Resize a word crop to ``height`` and normalise as ``(pixel / 255 - mean) / std`` (default: ``[-1, 1]``).
 
     Fixed-width mode stretches every image to ``width``. ``keep_ratio`` keeps the aspect ratio:
-    with ``pad="batch"`` the width becomes ``round(w * height / h)`` clamped to ``[min_width, max_width]``
-    (the collate function pads a batch to a common width); with ``pad="edge"`` (clovaai's ``--PAD``)
+    with ``pad="batch"`` the width becomes ``round(w * height / h)`` clamped to ``[min_width, max_width]`` and, with
+    ``width_step`` > 1, rounded to the nearest multiple of it (the collate function pads a batch to a common width); with ``pad="edge"`` (clovaai's ``--PAD``)
     it becomes ``ceil(w * height / h)`` capped at ``width`` and the image is right-padded to ``width``
     by repeating its last column. ``pad="easyocr"`` is EasyOCR's recogniser input (see
     :mod:`crnn.data.easyocr_input`): OpenCV-style bilinear to ``height``, then ``interpolation`` (bicubic for
@@ -35,7 +35,7 @@ class ResizeNormalize:
 
     def __init__(self, height: int = 32, width: int = 100, keep_ratio: bool = False, max_width: int = 400,
                  channels: int = 1, augment: bool = False, min_width: int = 8, *, interpolation: str = "bilinear",
-                 mean: float = 0.5, std: float = 0.5, pad: str = "batch") -> None:
+                 mean: float = 0.5, std: float = 0.5, pad: str = "batch", width_step: int = 1) -> None:
         if channels not in (1, 3):
             raise ValueError(f"channels must be 1 (grayscale) or 3 (RGB), got {channels}")
         if height < 1 or width < 1 or min_width < 1 or max_width < min_width:
@@ -43,11 +43,13 @@ class ResizeNormalize:
         if interpolation not in INTERPOLATIONS or pad not in PAD_MODES or not std > 0:
             raise ValueError(f"bad preprocessing: interpolation={interpolation!r} (bilinear | bicubic), "
                              f"pad={pad!r} (batch | edge | easyocr), std={std} (> 0)")
+        if width_step < 1:
+            raise ValueError(f"width_step must be >= 1, got {width_step}")
         if pad == "easyocr" and not keep_ratio:
             raise ValueError("pad='easyocr' keeps the aspect ratio: pass keep_ratio=True")
         self.height, self.width = height, width
         self.keep_ratio, self.max_width, self.min_width = keep_ratio, max_width, min_width
-        self.channels = channels
+        self.channels, self.width_step = channels, width_step
         self.mode = "L" if channels == 1 else "RGB"
         self.augment = light_augmentation() if augment else None
         self.interpolation, self.mean, self.std, self.pad = interpolation, mean, std, pad
@@ -58,7 +60,9 @@ class ResizeNormalize:
             return self.width
         if self.pad == "edge":
             return max(1, min(self.width, math.ceil(w * self.height / h)))
-        return min(self.max_width, max(self.min_width, round(w * self.height / h)))
+        out = min(self.max_width, max(self.min_width, round(w * self.height / h)))
+        q = self.width_step
+        return out if q == 1 else min(self.max_width, max(q, q * round(out / q)))
 
     def __call__(self, img: Image.Image) -> torch.Tensor:
         img = img.convert(self.mode) if img.mode != self.mode else img
@@ -89,6 +93,8 @@ class ResizeNormalize:
 
     def __repr__(self) -> str:
         size = f"keep_ratio, max_width={self.max_width}" if self.keep_ratio else f"width={self.width}"
+        if self.keep_ratio and self.width_step > 1:
+            size += f", width_step={self.width_step}"
         if self.pad == "easyocr":
             size = f"EasyOCR's resize and padding, max_width={self.max_width}"
         if self.keep_ratio and self.pad == "edge":
