@@ -250,6 +250,12 @@ def test_benchmark_builds_the_clean_set_once_and_runs_our_column(bench, shipped_
     assert bench.main([a if a != "3" else "2" for a in argv]) == 0  # cached with 3 >= 2 lines: not rebuilt
     assert (tmp_path / "clean" / "images" / "00000.png").stat().st_mtime_ns == first
     assert json.loads(capsys.readouterr().out)["rows"][0]["clean"]["samples"] == 2
+    assert bench.main(argv + ["--width-step", "1", "--width-step", "8"]) == 0  # one column per reading geometry
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["model"] for r in rows] == ["zh (width_step 1)", "zh (width_step 8)"]
+    assert rows[1]["how"].endswith("(width_step 8)") and rows[1]["clean"]["samples"] == 3
+    assert bench.main(argv + ["--width-step", "0"]) == 2
+    assert "--width-step must be >= 1" in capsys.readouterr().err
     assert bench.main(["--weights", "nope.pt", "--sets", "clean", "--num", "3", "--work", str(tmp_path)]) == 0
     assert "skipped nope.pt" in capsys.readouterr().err
 
