@@ -125,6 +125,9 @@ class TrainConfig:
     ema_decay: float = 0.0  # >0 (e.g. 0.999): validate, save and ship a moving average of the weights
     freeze_bn: bool = False  # fine-tuning: BatchNorm normalises with the starting statistics all run, never updated
     base_pull: float = 0.0  # fine-tuning: L2-SP strength, loss += base_pull / 2 * ||w - w_init||^2 (0 = off)
+    # fine-tuning: loss += distill_base * KL(init_weights' per-frame distribution || the trained one, upper case
+    # folded onto lower case) on the samples whose labels init_weights could read (0 = off)
+    distill_base: float = 0.0
     # fine-tuning: at the end also write interpolated.pt = (1 - a) * init_weights + a * the trained weights
     # (WiSE-FT; rows of new characters: the trained ones), scored like the trained model; 1 = off
     interpolate_base: float = 1.0
@@ -350,6 +353,11 @@ def validate(cfg: Config) -> None:
                           f"{cfg.data.rehearsal_ratio}")
     if cfg.train.base_pull < 0:
         raise ConfigError(f"train.base_pull: must be 0 (off) or positive, got {cfg.train.base_pull}")
+    if cfg.train.distill_base < 0:
+        raise ConfigError(f"train.distill_base: must be 0 (off) or positive, got {cfg.train.distill_base}")
+    if cfg.train.distill_base > 0 and not cfg.train.init_weights:
+        raise ConfigError(f"train.distill_base={cfg.train.distill_base} distils the starting model: set "
+                          "train.init_weights")
     if not 0 <= cfg.train.interpolate_base <= 1:
         raise ConfigError(f"train.interpolate_base: the share of the trained weights must be within 0..1 (1 = off), "
                           f"got {cfg.train.interpolate_base}")

@@ -291,3 +291,86 @@ def write_interpolated(cfg: Config, bare: torch.nn.Module, charset: Charset, sta
                  "characters: the trained ones); the model to read", alpha, path, 1 - alpha, cfg.train.init_weights,
                  alpha)
     return path
+
+
+class BaseTeacher:
+    """``train.distill_base``: the starting model, frozen, as a teacher (learning without forgetting; Li & Hoiem,
+    2016). On every sample of a batch whose label the starting model could read (every character in its alphabet,
+    case folded when it folds case: the rehearsal words, plain digit codes), the loss gains
+    ``alpha * KL(p_base || q)`` per output frame (mean over the valid frames, then over those samples), where ``q``
+    is the fine-tuned model's distribution folded onto the starting alphabet: an upper-case letter's probability
+    counts for the lower-case letter the base read it as; new characters count for nothing (their mass is loss).
+    The fine-tuned model keeps reading what the base read, with the base's own confidences (its soft targets carry
+    more than the hard labels: which letters look alike, how sure it is under blur), while CTC on the labels
+    decides the case and teaches the new characters. The teacher reads the same tensor as the student (its
+    geometry), in evaluation mode."""
+
+    def __init__(self, model: torch.nn.Module, base_charset: Charset, charset: Charset, alpha: float) -> None:
+        from crnn.engine.alphabet_change import _source_rows
+
+        self.model, self.alpha = model, alpha
+        rows, _ = _source_rows(base_charset, charset)  # student class -> base class (None: new character)
+        fold = torch.full((charset.num_classes, base_charset.num_classes), float("-inf"))
+        for j, src in enumerate(rows):
+            if src is not None:
+                fold[j, src] = 0.0
+        self.fold = fold  # [K, K_base]: log of the 0/1 folding matrix
+        self.base_charset = base_charset
+        self.known = set(base_charset.chars)
+
+    def reads(self, label: str) -> bool:
+        """Whether the starting model could read ``label`` (every character in its alphabet, case folded where it
+        folds case)."""
+        text = label.lower() if self.base_charset.lowercase else label
+        return bool(text) and all(c in self.known for c in text)
+
+    def loss(self, logits: torch.Tensor, images: torch.Tensor, labels: list[str],
+             steps: torch.Tensor) -> tuple[torch.Tensor, int]:
+        """(``alpha`` x the mean per-frame KL over the samples the base could read, how many there were) for the
+        student's ``logits`` [B, T, K] of ``images``; ``steps`` [B]: valid frames per sample."""
+        pick = [i for i, label in enumerate(labels) if self.reads(label)]
+        if not pick:
+            return logits.new_zeros((), dtype=torch.float32), 0
+        idx = torch.tensor(pick, dtype=torch.long, device=images.device)
+        with torch.no_grad():
+            teacher = self.model(images.index_select(0, idx)).float().log_softmax(-1)  # [b, T, Kb]
+        student = logits.index_select(0, idx.to(logits.device)).float().log_softmax(-1)  # [b, T, K]
+        fold = self.fold.to(student.device)
+        folded = torch.logsumexp(student.unsqueeze(-1) + fold, dim=-2)  # [b, T, Kb]: log of the folded probs
+        teacher = teacher.to(student.device)
+        kl = (teacher.exp() * (teacher - folded)).sum(-1)  # [b, T]
+        valid = torch.arange(kl.shape[1], device=kl.device)[None, :] < steps.to(kl.device)[idx.to(kl.device), None]
+        per_sample = (kl * valid).sum(1) / valid.sum(1).clamp(min=1)
+        return self.alpha * per_sample.mean(), len(pick)
+
+
+def build_teacher(cfg: Config, ck, base_charset: Charset | None, charset: Charset, device,
+                  main: bool) -> BaseTeacher | None:
+    """The run's :class:`BaseTeacher` from the loaded ``train.init_weights`` checkpoint ``ck`` (None with
+    ``train.distill_base`` 0)."""
+    alpha = cfg.train.distill_base
+    if alpha <= 0:
+        return None
+    if ck is None:
+        raise TrainingError(f"train.distill_base={alpha} distils the starting model: set train.init_weights")
+    if cfg.train.model_parallel:
+        raise TrainingError("train.distill_base does not work with train.model_parallel (the teacher is a whole "
+                            "model on one device); set train.distill_base=0")
+    from crnn.engine.checkpoint import load_model_weights
+    from crnn.model import build_model
+
+    cs = base_charset or charset  # a checkpoint without a stored alphabet has the run's (it loaded as it is)
+    m = cfg.model  # the run's architecture: init_weights loaded into it strictly, so it is the teacher's too
+    model = build_model(m.variant, m.in_channels, cs.num_classes, m.hidden or None, m.batch_norm)
+    load_model_weights(model, ck.model_state, strict=True)
+    model.to(device).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    if cfg.train.channels_last:
+        model.to(memory_format=torch.channels_last)
+    teacher = BaseTeacher(model, cs, charset, alpha)
+    if main:
+        log.info("train.distill_base=%g: the starting model (%s, %d classes) teaches every sample whose label it "
+                 "could read (KL per frame, upper case folded onto lower case)", alpha, cfg.train.init_weights,
+                 cs.num_classes)
+    return teacher

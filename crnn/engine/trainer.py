@@ -29,7 +29,7 @@ from crnn.engine.alphabet_change import fit_alphabet
 from crnn.engine.finetune import (KEPT_METRICS, ValSets, base_protocol, build_base_loaders, build_base_pull,
                                   check_freeze, cnn_frozen, forgetting_report, freeze_bn_statistics,
                                   generate_base_style, set_cnn_frozen, training_sources, validate_base,
-                                  write_interpolated)
+                                  build_teacher, write_interpolated)
 from crnn.engine.health import Health
 from crnn.engine.optim import build_optimizer, build_scaler, build_scheduler, lr_factor  # noqa: F401 (re-exported)
 from crnn.engine.reporting import STOP_SIGNALS, Meter, StopFlag, _fmt_time, log_validation, open_tensorboard
@@ -160,7 +160,7 @@ def build_training_model(cfg: Config, charset: Charset, rt: Runtime,
         if change is not None and not change.unchanged and rt.main:
             log.info(change.describe())
         if info is not None:
-            info.update(base_charset=base_charset, alphabet_change=change)
+            info.update(base_charset=base_charset, alphabet_change=change, init_checkpoint=ck)
     if t.model_parallel:
         model.place(t.model_parallel[0], t.model_parallel[1])
         log.info("model parallel: CNN on %s, sequence model on %s", *t.model_parallel)
@@ -239,9 +239,10 @@ def validate_all(model, vals: dict, charset, cfg: Config, rt: Runtime, step: int
 
 # ----------------------------------------------------------------------------- the loop
 def train_step(model, batch, opt, scaler, cfg: Config, rt: Runtime, last_micro: bool, bare,
-               pull=None) -> tuple[float, int]:
+               pull=None, teacher=None) -> tuple[float, int]:
     """Forward + backward of one micro-batch (no optimizer step); ``pull``: train.base_pull's penalty, added to the
-    loss. Returns (CTC loss value, unfit labels)."""
+    loss; ``teacher``: train.distill_base's BaseTeacher, its distillation term added too. Returns (CTC loss value,
+    unfit labels)."""
     images, targets, target_lengths = batch.images, batch.targets, batch.target_lengths
     empty = len(batch.labels) == 0  # every image of the batch was corrupt: step on a dummy with zero weight,
     if empty:                       # so that every DDP rank still takes part in the gradient all-reduce
@@ -260,6 +261,10 @@ def train_step(model, batch, opt, scaler, cfg: Config, rt: Runtime, last_micro: 
             steps = bare.output_length(batch.widths.long()).clamp(max=logits.shape[1])  # padding is not text
         res = ctc_loss(logits, targets, target_lengths, steps)
         loss = res.loss if pull is None else res.loss + pull.penalty()
+        if teacher is not None and not empty:
+            with autocast_context(rt.device, cfg.train.amp):
+                distill, _ = teacher.loss(logits, images, batch.labels, steps)
+            loss = loss + distill
         loss = loss * (0.0 if empty else 1.0 / cfg.train.accum_steps)
         (scaler.scale(loss) if scaler else loss).backward()
     return float(res.loss.detach()), res.num_unfit
@@ -362,6 +367,8 @@ def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, trai
     info: dict = {}
     model, bare = build_training_model(cfg, charset, rt, info)
     pull = build_base_pull(cfg, bare, charset, info.get("alphabet_change"), rt.main)  # toward init, not a resumed state
+    teacher = build_teacher(cfg, info.pop("init_checkpoint", None), info.get("base_charset"), charset, rt.device,
+                            rt.main)
     vals.base_protocol = base_protocol(cfg, info.get("base_charset"), charset)
     if rt.main:
         log.info("model %s: %.2f M parameters, %d classes, T=%d for width %d", cfg.model.variant,
@@ -402,7 +409,7 @@ def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, trai
         agent = os.getppid() if rt.mode == "ddp" and "TORCHELASTIC_RUN_ID" in os.environ else None
         with StopFlag(rt.main, agent) as stop:
             ended = _loop(cfg, rt, model, bare, charset, train_loader, vals, opt, sched, scaler, st, tb, stop, health,
-                          average, pull)
+                          average, pull, teacher)
     finally:
         if tb is not None:
             tb.close()
@@ -447,7 +454,7 @@ def _save(name: str, model, cfg, charset, opt, sched, scaler, st: TrainState, rt
 
 
 def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: TrainState, tb, stop,
-          health: Health, average: WeightAverage | None = None, pull=None) -> str:
+          health: Health, average: WeightAverage | None = None, pull=None, teacher=None) -> str:
     """The step loop; returns why it ended: "done", "signal" (SIGINT/SIGTERM/SIGHUP/SIGUSR1) or "stop_after"."""
     t = cfg.train
     if len(loader) == 0:
@@ -465,7 +472,7 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
         for batch in health.data.batches(batches_from, loader, st.epoch, st.batch_in_epoch):
             st.batch_in_epoch += 1
             micro += 1
-            loss, unfit = train_step(model, batch, opt, scaler, cfg, rt, micro % accum == 0, bare, pull)
+            loss, unfit = train_step(model, batch, opt, scaler, cfg, rt, micro % accum == 0, bare, pull, teacher)
             st.skipped_images += batch.num_skipped
             st.unfit_labels += unfit
             health.micro(batch, loss, unfit)

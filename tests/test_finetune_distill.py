@@ -1,0 +1,106 @@
+"""train.distill_base: the starting model as a frozen teacher on the samples it could read (KL per frame, upper case
+folded onto lower case), the math by hand and its effect on a real (tiny) fine-tune."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+from crnn.charset import Charset
+from crnn.config import load_config
+from crnn.engine.checkpoint import load_checkpoint, build_from_checkpoint, model_checkpoint, save_checkpoint
+from crnn.engine.finetune import BaseTeacher
+from crnn.model import build_model
+from tests.conftest import make_lmdb, random_words
+
+
+class _Fixed(nn.Module):
+    """A 'model' that returns fixed logits whatever it is given (the teacher of the unit test)."""
+
+    def __init__(self, logits: torch.Tensor) -> None:
+        super().__init__()
+        self.logits = logits
+        self.seen: list[torch.Tensor] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.seen.append(x)
+        return self.logits[: x.shape[0]]
+
+
+def test_distillation_folds_upper_case_onto_lower_case_and_skips_what_the_base_could_not_read():
+    base, new = Charset("ab1"), Charset("ab1AB$")  # the base folds case; 'A', 'B' and '$' are new rows
+    assert base.lowercase
+    torch.manual_seed(0)
+    labels = ["aB", "a$", "1b"]  # the second has a character the base never read: not distilled
+    student = torch.randn(3, 5, new.num_classes, requires_grad=True)
+    teacher_logits = torch.randn(2, 5, base.num_classes)
+    steps = torch.tensor([3, 5, 4])
+    images = torch.arange(3.0).view(3, 1, 1, 1)
+    teacher = _Fixed(teacher_logits)
+    loss, n = BaseTeacher(teacher, base, new, alpha=0.5).loss(student, images, labels, steps)
+    assert n == 2 and teacher.seen[0].flatten().tolist() == [0.0, 2.0]  # the teacher read samples 0 and 2 only
+
+    p = student.detach().softmax(-1)  # classes: blank a b 1 A B $
+    folded = torch.stack([p[..., 0], p[..., 1] + p[..., 4], p[..., 2] + p[..., 5], p[..., 3]], -1)  # '$' is lost
+    expected = []
+    for row, (i, t) in enumerate(((0, 3), (2, 4))):
+        pt = teacher_logits[row, :t].softmax(-1)
+        expected.append((pt * (pt.log() - folded[i, :t].log())).sum(-1).mean())  # valid frames only
+    assert float(loss.detach()) == pytest.approx(0.5 * float(torch.stack(expected).mean()), rel=1e-5)
+
+    loss.backward()
+    assert not student.grad[1].any()  # the sample with '$' gets nothing from the teacher
+    assert not student.grad[0, 3:].any() and student.grad[0, :3].any()  # nor frames past its valid length
+
+    # a student that reads exactly as the teacher (upper case folded in, nothing on '$') costs nothing
+    same = torch.full((3, 5, new.num_classes), -1e4)
+    same[[0, 2], :, : base.num_classes] = teacher_logits
+    loss, _ = BaseTeacher(_Fixed(teacher_logits), base, new, 1.0).loss(same, images, labels, steps)
+    assert abs(float(loss)) < 1e-5
+    assert BaseTeacher(teacher, base, new, 1.0).loss(student, images, ["a$", "", "#"], steps)[1] == 0
+
+
+def test_distill_base_keeps_a_fine_tune_reading_as_its_start_and_needs_init_weights(tmp_path, capsys):
+    """crnn.train with a strong train.distill_base ends with the base's words read closer to how the base read them
+    (KL measured on them) than the same run without it; the option is checked when the config loads."""
+    import crnn
+
+    torch.manual_seed(0)
+    base_cs = Charset.from_spec("alnum36")
+    init = tmp_path / "base.pt"
+    small = load_config(None, ["model.hidden=16"])
+    save_checkpoint(model_checkpoint(build_model("vgg_small", 1, base_cs.num_classes, 16), small, base_cs), init)
+    words = make_lmdb(tmp_path / "words.lmdb", random_words(24, seed=3))
+    codes = make_lmdb(tmp_path / "codes.lmdb", [w.upper() + "-" + w[:2] for w in random_words(24, seed=5)])
+    common = [f"model.charset={base_cs.chars}ABCDEFGHIJKLMNOPQRSTUVWXYZ-", f"data.train={codes}", "data.val=[]",
+              f"train.init_weights={init}", "model.hidden=16", f"data.rehearsal={words}", "data.rehearsal_num=0",
+              "train.base_val=[]", "data.batch_size=8", "data.num_workers=0", "train.steps=16", "train.warmup_steps=0",
+              "train.amp=off", "train.val_every=0", "train.tensorboard=false", "train.freeze_cnn_steps=0",
+              "train.lr=3e-3", "data.augment=false"]
+    teacher_model, _, _ = build_from_checkpoint(load_checkpoint(init))
+
+    def drift(alpha: float) -> float:
+        run = crnn.train("configs/finetune.yaml", [*common, f"train.distill_base={alpha}",
+                                                   f"train.output_dir={tmp_path / f'run{alpha}'}"])
+        model, cs, cfg = build_from_checkpoint(load_checkpoint(run.last))
+        from crnn.data.loader import build_eval_loader
+
+        loader = build_eval_loader(str(words), height=32, width=100, keep_ratio=True, max_width=320, channels=1,
+                                   batch_size=24, num_workers=0, min_width=100)
+        batch = next(iter(loader))
+        with torch.no_grad():
+            logits = model(batch.images)
+            steps = model.output_length(batch.widths.long()).clamp(max=logits.shape[1])
+            kl, n = BaseTeacher(teacher_model, base_cs, cs, 1.0).loss(logits, batch.images, batch.labels, steps)
+        assert n == 24
+        return float(kl)
+
+    free = drift(0.0)
+    assert "train.distill_base" not in capsys.readouterr().err
+    taught = drift(50.0)
+    assert "train.distill_base=50: the starting model" in capsys.readouterr().err
+    assert 0 <= taught < 0.5 * free
+    with pytest.raises(ValueError, match="train.distill_base=1.0 distils the starting model: set train.init_weights"):
+        load_config(None, ["train.distill_base=1"])
+    with pytest.raises(ValueError, match="train.distill_base: must be 0"):
+        load_config(None, ["train.distill_base=-1"])
