@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> dict:
     from crnn.engine.checkpoint import load_checkpoint
     from crnn.engine.distributed import get_rank, get_world_size
     from crnn.engine.evaluate import evaluate
-    from crnn.infer import Recognizer, fallback_spec, read_at_own_width, resolve_weights
+    from crnn.infer import Recognizer, fallback_spec, resolve_weights
     from crnn.progress import track
     from crnn.report.collect import SampleRecorder, build_report_loader
 
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> dict:
         batches = track(loader, len(loader.sampler), desc=f"{PROG} {path}", unit="img", enabled=get_rank() == 0,
                         size=lambda b: len(b.labels) + getattr(b, "num_skipped", 0))
         t0 = time.perf_counter()
-        res = evaluate(model, read_at_own_width(batches), rec.charset, device, protocol=args.protocol,
+        res = evaluate(model, batches, rec.charset, device, protocol=args.protocol,
                        decoder=args.decoder, amp=args.amp, keep_errors=args.worst, max_examples=0,
                        beam_width=args.beam_width, on_batch=recorder)
         reports.append(DatasetReport(path, res, time.perf_counter() - t0))
