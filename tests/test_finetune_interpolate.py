@@ -110,9 +110,12 @@ def test_convert_ckpt_interpolate(tmp_path):
                                              "got 2.0")
 
 
-def test_train_interpolate_base_writes_and_scores_interpolated_pt(tmp_path, words_lmdb, capsys):
+@pytest.mark.parametrize("ema", [0, 0.5])
+def test_train_interpolate_base_writes_and_scores_interpolated_pt(tmp_path, words_lmdb, capsys, ema):
     """crnn.train with train.interpolate_base=0.5: last.pt stays the trained model, interpolated.pt is the
-    interpolation of train.init_weights and last.pt, scored at the end; the summary names it."""
+    interpolation of train.init_weights and last.pt, scored at the end; the summary names it. With a weight average
+    (train.ema_decay) last.pt's model is the average, and so it is the average that is interpolated, not the raw
+    weights the optimizer stepped."""
     import crnn
 
     torch.manual_seed(0)
@@ -125,12 +128,16 @@ def test_train_interpolate_base_writes_and_scores_interpolated_pt(tmp_path, word
         f"train.init_weights={init}", "model.hidden=16", f"data.rehearsal={words_lmdb}", "data.rehearsal_num=0",
         "train.base_val=[]", "data.batch_size=8", "data.num_workers=0", "train.steps=2", "train.warmup_steps=0",
         "train.amp=off", "train.tensorboard=false", "train.freeze_cnn_steps=0", "train.interpolate_base=0.5",
-        f"train.output_dir={tmp_path / 'run'}"])
+        f"train.ema_decay={ema}", f"train.output_dir={tmp_path / 'run'}"])
     text = capsys.readouterr().err
     assert run.interpolated == tmp_path / "run" / "interpolated.pt"
     assert f"train.interpolate_base=0.5: {run.interpolated} = 0.5 x {init} + 0.5 x the trained weights" in text
     assert "scoring interpolated.pt" in text and set(run.metrics) == {str(val)}
     last, start = load_checkpoint(run.last), load_checkpoint(init)
+    assert ("train_model" in last.raw) == bool(ema)  # with an average, last.pt keeps the raw weights apart
+    if ema:
+        raw = last.raw["train_model"]
+        assert not torch.equal(raw["rnn2.weight_ih_l0"], last.model_state["rnn2.weight_ih_l0"])
     model = build_model("vgg_small", 1, last.num_classes, 16)
     want = interpolate_checkpoints(start, last, model, 0.5)
     got = load_checkpoint(run.interpolated)

@@ -415,6 +415,8 @@ def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, trai
             tb.close()
     interpolated = None
     if ended == "done" and t.interpolate_base < 1:
+        if average is not None:  # last.pt's model is the average: that is the trained model to interpolate
+            bare.load_state_dict(average.model.state_dict())
         interpolated = _interpolate_at_end(cfg, rt, model, bare, charset, vals, st, tb)
     if rt.main and ended == "done" and st.before and vals.last:
         for line in forgetting_report(st.before, vals.last, list(vals.base), list(vals)):
