@@ -13,7 +13,7 @@ from crnn.cli.convert_ckpt import main as convert_main
 from crnn.config import Config, load_config
 from crnn.engine.alphabet_change import adapt_head, output_layer_keys
 from crnn.engine.checkpoint import Checkpoint, CheckpointError, load_checkpoint, model_checkpoint, save_checkpoint
-from crnn.engine.interpolate import interpolate_checkpoints
+from crnn.engine.interpolate import interpolate_checkpoints, soup_checkpoints
 from crnn.model import build_model
 from tests.conftest import make_lmdb, random_words
 from tests.test_finetune import _check_shared_rows
@@ -108,6 +108,63 @@ def test_convert_ckpt_interpolate(tmp_path):
                      "--alpha", "2"])
     assert rc == 1 and text.strip().endswith("--alpha: the share of the fine-tuned weights must be within 0..1, "
                                              "got 2.0")
+
+
+def test_cnn_alpha_moves_the_convolutional_layers_alone():
+    base, tuned = _pair()
+    one = interpolate_checkpoints(_ck(base, BASE, "b"), _ck(tuned, TUNED, "t"), tuned, 0.8)
+    two = interpolate_checkpoints(_ck(base, BASE, "b"), _ck(tuned, TUNED, "t"), tuned, 0.8, cnn_alpha=0.5)
+    cnn_only = interpolate_checkpoints(_ck(base, BASE, "b"), _ck(tuned, TUNED, "t"), tuned, 0.5)
+    s, t = base.state_dict(), tuned.state_dict()
+    float_keys = [k for k in t if t[k].is_floating_point()]
+    assert any(k.startswith("cnn.") for k in float_keys) and any(not k.startswith("cnn.") for k in float_keys)
+    for k in float_keys:
+        assert torch.equal(two[k], (cnn_only if k.startswith("cnn.") else one)[k]), k
+    bn = next(k for k in t if k.startswith("cnn.") and k.endswith("running_var"))
+    torch.testing.assert_close(two[bn], 0.5 * s[bn] + 0.5 * t[bn])  # BatchNorm statistics of the CNN too
+    with pytest.raises(CheckpointError, match="cnn_alpha: the share .* got -0.1"):
+        interpolate_checkpoints(_ck(base, BASE, "b"), _ck(tuned, TUNED, "t"), tuned, 0.8, cnn_alpha=-0.1)
+
+
+def test_soup_averages_fine_tunes_of_one_start_and_refuses_others(tmp_path):
+    _, one = _pair(seed=0)
+    _, two = _pair(seed=1)
+    cfg = load_config(None, ["model.hidden=16"])
+    for name, m, cs in [("a.pt", one, TUNED), ("b.pt", two, TUNED)]:
+        save_checkpoint(model_checkpoint(m, cfg, cs), tmp_path / name)
+    soup = soup_checkpoints([load_checkpoint(tmp_path / "a.pt"), load_checkpoint(tmp_path / "b.pt")])
+    sa, sb = one.state_dict(), two.state_dict()
+    for k, v in soup.model_state.items():
+        if v.is_floating_point():
+            torch.testing.assert_close(v, (sa[k] + sb[k]) / 2, rtol=0, atol=1e-7)
+        else:
+            assert torch.equal(v, sa[k])  # num_batches_tracked: the first's
+    assert soup.kind == "weights" and soup.raw["soup"] == [str(tmp_path / "a.pt"), str(tmp_path / "b.pt")]
+    # the CLI: soup, then interpolation of the soup with the start
+    base, _ = _pair()
+    save_checkpoint(model_checkpoint(base, cfg, BASE), tmp_path / "base.pt")
+    rc, text = _run([str(tmp_path / "a.pt"), str(tmp_path / "mix.pt"), "--soup", str(tmp_path / "b.pt"),
+                     "--interpolate", str(tmp_path / "base.pt"), "--alpha", "0.8", "--cnn-alpha", "0.6"])
+    assert rc == 0 and f"0.8 x the average of {tmp_path / 'a.pt'}, {tmp_path / 'b.pt'}" in text, text
+    got = load_checkpoint(tmp_path / "mix.pt")
+    want = interpolate_checkpoints(_ck(base, BASE, "b"), soup, one, 0.8, cnn_alpha=0.6)
+    assert all(torch.equal(got.model_state[k], want[k]) for k in want)
+    assert got.raw["interpolated"] == {"start": str(tmp_path / "base.pt"), "alpha": 0.8, "cnn_alpha": 0.6}
+    rc, text = _run([str(tmp_path / "a.pt"), str(tmp_path / "avg.pt"), "--soup", str(tmp_path / "b.pt")])
+    assert rc == 0 and all(torch.equal(load_checkpoint(tmp_path / "avg.pt").model_state[k], v)
+                           for k, v in soup.model_state.items())
+    # another alphabet (same size, other order) and another architecture: one line each, nothing written
+    other = Charset(TUNED.chars[::-1])
+    save_checkpoint(model_checkpoint(two, cfg, other), tmp_path / "c.pt")
+    rc, text = _run([str(tmp_path / "a.pt"), str(tmp_path / "x.pt"), "--soup", str(tmp_path / "c.pt")])
+    assert rc == 1 and "cannot average" in text and "their alphabets differ (40 and 40 characters, in another order)" \
+        in text and len(text.strip().splitlines()) == 1 and not (tmp_path / "x.pt").exists()
+    wide = build_model("vgg_small", 1, TUNED.num_classes, 32)
+    save_checkpoint(model_checkpoint(wide, load_config(None, ["model.hidden=32"]), TUNED), tmp_path / "w.pt")
+    rc, text = _run([str(tmp_path / "a.pt"), str(tmp_path / "x.pt"), "--soup", str(tmp_path / "w.pt")])
+    assert rc == 1 and "not the same architecture" in text and not (tmp_path / "x.pt").exists()
+    rc, text = _run([str(tmp_path / "a.pt"), str(tmp_path / "x.pt"), "--cnn-alpha", "0.5"])
+    assert rc == 2 and "--cnn-alpha is a share of --interpolate" in text
 
 
 @pytest.mark.parametrize("ema", [0, 0.5])

@@ -6,6 +6,7 @@ import checkpoints of other CRNN repositories and EasyOCR, and export to meijier
     crnn-convert-ckpt IN OUT --to meijieru
     crnn-convert-ckpt IN NAME.pth --to easyocr [--lang en,...]     (also writes NAME.yaml and NAME.py)
     crnn-convert-ckpt TUNED OUT --interpolate START --alpha A     ((1 - A) x START + A x TUNED, WiSE-FT)
+    crnn-convert-ckpt TUNED OUT --soup TUNED2 [--interpolate START --alpha A [--cnn-alpha C]]   (average, then WiSE-FT)
     crnn-convert-ckpt --info IN
 """
 from __future__ import annotations
@@ -126,6 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "character, rows of characters START lacks are IN's); what train.interpolate_base writes at the end "
                    "of a fine-tune, here for another A without training again (README Fine-tune on your own crops)")
     p.add_argument("--alpha", type=float, help="with --interpolate: the share A of IN, within 0..1")
+    p.add_argument("--cnn-alpha", type=float, metavar="C", help="with --interpolate: the share of IN for the "
+                   "convolutional layers (cnn.*) alone, within 0..1 (default: --alpha)")
+    p.add_argument("--soup", metavar="OTHER", action="append", default=[], help="average IN with OTHER, tensor by "
+                   "tensor (repeat for more; a uniform model soup): fine-tunes of the same start and alphabet, e.g. "
+                   "the same recipe with another train.seed; with --interpolate the average is what is interpolated")
     p.add_argument("--force", action="store_true", help="overwrite OUT if it exists (even when OUT is IN)")
     p.add_argument("--info", action="store_true", help="describe IN (layout, size, variant, charset, step) and exit")
     return p
@@ -203,11 +209,15 @@ def convert(ckpt: Checkpoint, to: str, weights_only: bool = False, half: bool = 
     return obj
 
 
-def interpolated(tuned: Checkpoint, start: Checkpoint, alpha: float, half: bool = False) -> dict:
-    """A weights-only crnn checkpoint of ``tuned`` whose model is ``(1 - alpha) * start + alpha * tuned``."""
+def interpolated(tuned: Checkpoint, start: Checkpoint, alpha: float, half: bool = False,
+                 cnn_alpha: float | None = None) -> dict:
+    """A weights-only crnn checkpoint of ``tuned`` whose model is ``(1 - alpha) * start + alpha * tuned`` (``cnn_alpha``
+    for the cnn.* tensors where given)."""
     from crnn.engine.interpolate import check_alpha, interpolate_checkpoints
 
     check_alpha(alpha, "--alpha")
+    if cnn_alpha is not None:
+        check_alpha(cnn_alpha, "--cnn-alpha")
     for ck in (tuned, start):
         check_not_foreign(ck)
     if tuned.container != "crnn" or tuned.charset is None or tuned.config is None:
@@ -215,8 +225,10 @@ def interpolated(tuned: Checkpoint, start: Checkpoint, alpha: float, half: bool 
                               "config and alphabet), such as a run's last.pt")
     model = build_from_checkpoint(tuned)[0]
     obj = weights_only_checkpoint(dict(tuned.raw), half=False)
-    obj["model"] = interpolate_checkpoints(start, tuned, model, alpha)
+    obj["model"] = interpolate_checkpoints(start, tuned, model, alpha, cnn_alpha)
     obj["interpolated"] = {"start": str(start.path), "alpha": alpha}
+    if cnn_alpha is not None:
+        obj["interpolated"]["cnn_alpha"] = cnn_alpha
     return weights_only_checkpoint(obj, half=True) if half else obj
 
 
@@ -360,6 +372,19 @@ def _write_text(path: Path, text: str) -> None:
         raise CheckpointError(f"cannot write {path}: {e.strerror or e}") from None
 
 
+def _soup(first: Checkpoint, others: list[str]) -> Checkpoint:
+    """--soup: the average of IN and OTHER..., crnn checkpoints of one architecture and alphabet."""
+    from crnn.engine.interpolate import soup_checkpoints
+
+    ckpts = [first, *(load_checkpoint(p) for p in others)]
+    for ck in ckpts:
+        check_not_foreign(ck)
+        if ck.container != "crnn" or ck.charset is None or ck.config is None:
+            raise CheckpointError(f"{ck.path}: --soup averages crnn checkpoints of fine-tuned models (with their "
+                                  "config and alphabet), such as runs' last.pt")
+    return soup_checkpoints(ckpts)
+
+
 def _validate_options(args: argparse.Namespace) -> None:
     """Refuse option combinations that do not mean anything."""
     if args.source and args.to != "plain":
@@ -374,6 +399,10 @@ def _validate_options(args: argparse.Namespace) -> None:
         raise UsageError("--interpolate START and --alpha A go together")
     if args.interpolate and (args.source or args.to != "plain" or args.pack):
         raise UsageError("--interpolate writes a crnn checkpoint of IN's kind: drop --from, --to and --pack")
+    if args.cnn_alpha is not None and not args.interpolate:
+        raise UsageError("--cnn-alpha is a share of --interpolate: give --interpolate START --alpha A too")
+    if args.soup and (args.source or args.to != "plain" or args.pack):
+        raise UsageError("--soup writes a crnn checkpoint of IN's kind: drop --from, --to and --pack")
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -392,9 +421,20 @@ def _run(args: argparse.Namespace) -> None:
     if args.to == "easyocr":
         export_easyocr(ckpt, dst, args)
         return
+    tuned = str(src)
+    if args.soup:
+        ckpt = _soup(ckpt, args.soup)
+        tuned = f"the average of {', '.join([str(src), *args.soup])}"
     if args.interpolate:
-        save_checkpoint(interpolated(ckpt, load_checkpoint(args.interpolate), args.alpha, args.half), dst)
-        print(f"wrote {dst} ({_size(dst)}): {1 - args.alpha:g} x {args.interpolate} + {args.alpha:g} x {src}")
+        save_checkpoint(interpolated(ckpt, load_checkpoint(args.interpolate), args.alpha, args.half, args.cnn_alpha),
+                        dst)
+        cnn = ("" if args.cnn_alpha is None else
+               f" (cnn.*: {1 - args.cnn_alpha:g} x the start + {args.cnn_alpha:g} x the fine-tuned)")
+        print(f"wrote {dst} ({_size(dst)}): {1 - args.alpha:g} x {args.interpolate} + {args.alpha:g} x {tuned}{cnn}")
+        return
+    if args.soup:
+        save_checkpoint(weights_only_checkpoint(ckpt.raw, half=args.half), dst)
+        print(f"wrote {dst} ({_size(dst)}): {tuned}")
         return
     if args.pack:
         if ckpt.kind != "training" or not isinstance(ckpt.raw.get("state"), dict):

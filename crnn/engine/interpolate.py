@@ -8,17 +8,26 @@ had as the start read it. The output layer is matched by character, as fine-tuni
 moves the weights little enough that the straight line between the two stays in a low-loss region for both tasks
 (Wortsman et al. 2022, "Robust fine-tuning of zero-shot models"): part of the way back keeps most of the new text and
 gives back most of what was forgotten.
+
+A uniform model soup (Wortsman et al. 2022, "Model soups") goes first where there are several fine-tunes of the same
+start (other seeds, same alphabet): their plain average, tensor by tensor, averages out what each run's own data order
+and augmentation did to it; the soup is then interpolated like one fine-tuned model. ``cnn_alpha`` gives the
+convolutional layers (``cnn.*``) a share of their own.
 """
 from __future__ import annotations
+
+import dataclasses
 
 import torch
 import torch.nn as nn
 
 from crnn.charset import Charset
 from crnn.engine.alphabet_change import _source_rows, charset_of_checkpoint, output_layer_keys
-from crnn.engine.checkpoint import Checkpoint, CheckpointError
+from crnn.engine.checkpoint import Checkpoint, CheckpointError, weights_only_checkpoint
 
-__all__ = ["interpolate_states", "interpolate_checkpoints", "check_alpha"]
+__all__ = ["interpolate_states", "interpolate_checkpoints", "check_alpha", "soup_checkpoints", "CNN_PREFIX"]
+
+CNN_PREFIX = "cnn."  # the convolutional backbone of every variant (what train.freeze_cnn_steps freezes)
 
 
 def check_alpha(alpha: float, what: str = "alpha") -> None:
@@ -43,10 +52,14 @@ def _mismatch(start: dict, tuned: dict, head: tuple[str, str]) -> str:
 
 
 def interpolate_states(start: dict[str, torch.Tensor], start_charset: Charset | None, tuned: dict[str, torch.Tensor],
-                       tuned_charset: Charset, head: tuple[str, str], alpha: float) -> dict[str, torch.Tensor]:
+                       tuned_charset: Charset, head: tuple[str, str], alpha: float,
+                       cnn_alpha: float | None = None) -> dict[str, torch.Tensor]:
     """The interpolated state (plain keys, the fine-tuned model's layout and dtypes); ``head`` = (weight key, bias
-    key) of the output layer. ``start_charset`` None: the start has the fine-tuned alphabet row for row."""
+    key) of the output layer. ``start_charset`` None: the start has the fine-tuned alphabet row for row.
+    ``cnn_alpha``: the share of the fine-tuned weights for the ``cnn.*`` tensors (None: ``alpha``)."""
     check_alpha(alpha)
+    if cnn_alpha is not None:
+        check_alpha(cnn_alpha, "cnn_alpha")
     why = _mismatch(start, tuned, head)
     if why:
         raise CheckpointError(why)
@@ -67,7 +80,8 @@ def interpolate_states(start: dict[str, torch.Tensor], start_charset: Charset | 
                     mixed[j] = torch.lerp(s[src].float(), t[j].float(), alpha)
             out[k] = mixed.to(t.dtype)
         else:
-            out[k] = torch.lerp(s.float(), t.float(), alpha).to(t.dtype)
+            a = cnn_alpha if cnn_alpha is not None and k.startswith(CNN_PREFIX) else alpha
+            out[k] = torch.lerp(s.float(), t.float(), a).to(t.dtype)
     return out
 
 
@@ -80,13 +94,55 @@ def _shared_rows(start: Charset, tuned: Charset) -> list[int | None]:
 
 
 def interpolate_checkpoints(start: Checkpoint, tuned: Checkpoint, model: nn.Module,
-                            alpha: float) -> dict[str, torch.Tensor]:
+                            alpha: float, cnn_alpha: float | None = None) -> dict[str, torch.Tensor]:
     """:func:`interpolate_states` for two loaded checkpoints; ``model`` is built for the fine-tuned one (it names
     the output layer). A start without a stored alphabet must have the fine-tuned model's classes."""
     tuned_cs = charset_of_checkpoint(tuned.charset, tuned.path)
     start_cs = None if start.charset is None else charset_of_checkpoint(start.charset, start.path)
     try:
         return interpolate_states(start.model_state, start_cs, tuned.model_state, tuned_cs, output_layer_keys(model),
-                                  alpha)
+                                  alpha, cnn_alpha)
     except CheckpointError as e:
         raise CheckpointError(f"cannot interpolate {start.path} and {tuned.path}: {e}") from None
+
+
+def soup_checkpoints(tuned: list[Checkpoint]) -> Checkpoint:
+    """The uniform soup of several fine-tunes of one start: the first checkpoint (its config, alphabet, metadata) with
+    every floating tensor replaced by the mean over all of them (BatchNorm statistics included; integer counters are
+    the first's). They must share architecture and alphabet, character for character."""
+    if len(tuned) < 2:
+        return tuned[0]
+    first = tuned[0]
+    for other in tuned[1:]:
+        why = _soup_mismatch(first, other)
+        if why:
+            raise CheckpointError(f"cannot average {first.path} and {other.path}: {why}")
+    state = {}
+    for k, t in first.model_state.items():
+        if t.is_floating_point():
+            state[k] = (sum(c.model_state[k].float() for c in tuned) / len(tuned)).to(t.dtype)
+        else:
+            state[k] = t.clone()
+    raw = weights_only_checkpoint(dict(first.raw))
+    raw.update(model=state, soup=[str(c.path) for c in tuned])
+    return dataclasses.replace(first, model_state=state, raw=raw, kind="weights")
+
+
+def _soup_mismatch(a: Checkpoint, b: Checkpoint) -> str:
+    """'' when ``a`` and ``b`` can be averaged (same variant, keys, shapes and alphabet), else the reason."""
+    if a.variant and b.variant and a.variant != b.variant:
+        return f"not the same architecture: variant {a.variant} and {b.variant}"
+    if a.charset is not None and b.charset is not None:
+        ca, cb = (charset_of_checkpoint(c.charset, c.path).chars for c in (a, b))
+        if ca != cb:
+            return (f"their alphabets differ ({len(ca)} and {len(cb)} characters"
+                    f"{', in another order' if sorted(ca) == sorted(cb) else ''}): average only fine-tunes of the "
+                    "same start with the same model.charset")
+    sa, sb = a.model_state, b.model_state
+    if set(sa) != set(sb):
+        odd = sorted(set(sa) ^ set(sb))
+        return f"not the same architecture: {len(odd)} tensors are in only one of them ({', '.join(odd[:3])})"
+    for k, v in sa.items():
+        if v.shape != sb[k].shape:
+            return f"not the same architecture: {k} is {list(v.shape)} in one, {list(sb[k].shape)} in the other"
+    return ""
