@@ -66,11 +66,12 @@ def test_sets_split_warp_and_repeat_byte_for_byte(real: Path, tmp_path: Path, ca
     sets = {s["name"]: s for s in manifest["sets"]}
     assert set(sets) == {f"{h}{w}" for h in ("svt_dev", "svt_lock", "iiit5k") for w in ("", "_perspective", "_curve")}
     assert [sets[n]["samples"] for n in ("svt_dev", "svt_lock", "iiit5k")] == [5, 4, 4]
+    assert [sets[n]["samples"] for n in ("svt_dev_curve", "svt_lock_perspective")] == [15, 12]  # 3 warp draws
     assert {n for n, s in sets.items() if s["locked"]} == {"svt_lock", "svt_lock_perspective", "svt_lock_curve"}
     assert {n for n, s in sets.items() if s["seen_by_base"]} == {"iiit5k", "iiit5k_perspective", "iiit5k_curve"}
     labels = {n: [open_dataset(tmp_path / "a" / f"{n}.lmdb")[i][1] for i in range(sets[n]["samples"])] for n in sets}
     assert sorted(labels["svt_dev"] + labels["svt_lock"], key=lambda t: int(t[3:])) == [f"SVT{i}" for i in range(9)]
-    assert labels["svt_dev_curve"] == labels["svt_dev"] and labels["iiit5k_perspective"] == labels["iiit5k"]
+    assert labels["svt_dev_curve"] == labels["svt_dev"] * 3 and labels["iiit5k_perspective"] == labels["iiit5k"] * 3
     straight, bent = open_dataset(tmp_path / "a" / "svt_dev.lmdb")[0][0], open_dataset(tmp_path / "a" /
                                                                                      "svt_dev_curve.lmdb")[0][0]
     assert straight.size[0] == bent.size[0] and bent.size[1] > straight.size[1]  # the arc makes it taller
@@ -79,6 +80,27 @@ def test_sets_split_warp_and_repeat_byte_for_byte(real: Path, tmp_path: Path, ca
     assert mod.main(["--data", str(real), "--out", str(tmp_path / "c"), "--seed", "5"]) == 0
     other = [open_dataset(tmp_path / "c" / "svt_lock.lmdb")[i][1] for i in range(4)]
     assert other != labels["svt_lock"]  # the seed decides the split
+
+
+def test_warped_sets_hold_several_draws_the_first_is_the_one_draw_set(real: Path, tmp_path: Path, capsys) -> None:
+    mod = _script("forgetting_sets")
+    assert mod.main(["--data", str(real), "--out", str(tmp_path / "one"), "--draws", "1"]) == 0
+    assert mod.main(["--data", str(real), "--out", str(tmp_path / "three")]) == 0  # default: 3 draws
+    three = json.loads((tmp_path / "three" / "sets.json").read_text())
+    sets = {s["name"]: s for s in three["sets"]}
+    assert three["draws"] == 3 and sets["svt_dev"]["samples"] == 5 and sets["svt_dev"]["draws"] == 1
+    assert sets["svt_dev_perspective"]["samples"] == 15 and sets["iiit5k_curve"]["samples"] == 12
+    one, many = (open_dataset(tmp_path / d / "svt_dev_perspective.lmdb") for d in ("one", "three"))
+    pix = lambda ds, i: np.asarray(ds[i][0])  # noqa: E731
+    assert all(np.array_equal(pix(one, i), pix(many, i)) for i in range(5))  # draw 0 = the one-draw set
+    assert [many[i][1] for i in range(15)] == [one[i][1] for i in range(5)] * 3
+    assert not all(pix(many, i).shape == pix(many, i + 5).shape and np.array_equal(pix(many, i), pix(many, i + 5))
+                   for i in range(5))  # draw 1 is another warp of the same crops
+    capsys.readouterr()
+    assert mod.main(["--data", str(real), "--out", str(tmp_path / "one")]) == 1  # 1-draw sets are not mixed in
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "holds sets of seed 33 with 1 draw(s); write seed 33 with 3 draw(s) " \
+        "into another --out" in err
 
 
 def test_missing_real_crops_is_a_one_line_error_and_nothing_written(tmp_path: Path, capsys) -> None:
