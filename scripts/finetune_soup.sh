@@ -58,15 +58,17 @@ overrides=("$@")
 set --
 start "${seeds[0]}"
 while [ "$(missing "${overrides[@]}")" != 0 ] && kill -0 "${pids[0]}" 2>/dev/null; do sleep 5; done
+if ! kill -0 "${pids[0]}" 2>/dev/null && ! wait "${pids[0]}"; then  # it failed before the others started: stop here
+  echo "finetune_soup: seed ${seeds[0]} failed; see $OUT/seed${seeds[0]}.log:" >&2
+  tail -n 3 "$OUT/seed${seeds[0]}.log" >&2
+  exit 1
+fi
 for s in "${seeds[@]:1}"; do start "$s"; done
 
 # progress: the last step line of every run, once a minute
-while :; do
-  alive=0
-  for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-  [ $alive = 1 ] || break
-  for i in $(seq 60); do sleep 1; alive=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ $alive = 1 ] || break; done
+alive() { local p; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
+while alive; do
+  for _ in $(seq 60); do sleep 1; alive || break; done
   line=""
   for s in "${seeds[@]}"; do
     step=$(grep -o 'step [0-9]*/[0-9]*' "$OUT/seed$s.log" 2>/dev/null | tail -n 1 || true)
@@ -76,7 +78,7 @@ while :; do
 done
 failed=0
 for i in "${!pids[@]}"; do
-  wait "${pids[$i]}" || { echo "finetune_soup: seed ${seeds[$i]} failed; see $OUT/seed${seeds[$i]}.log:" >&2
+  wait "${pids[$i]}" 2>/dev/null || [ $? = 127 ] || { echo "finetune_soup: seed ${seeds[$i]} failed; see $OUT/seed${seeds[$i]}.log:" >&2
                           tail -n 3 "$OUT/seed${seeds[$i]}.log" >&2; failed=1; }
 done
 [ $failed = 0 ] || exit 1

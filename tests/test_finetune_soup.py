@@ -65,3 +65,11 @@ def test_bad_invocations_are_one_line_errors(tmp_path):
     r = _soup([str(tmp_path / "x"), "train.init_weights="])
     assert r.returncode == 1 and r.stderr.startswith("finetune_soup: ") and "set train.init_weights" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "x").exists()
+    # runs that fail (their data is missing): the script names the log and writes no soup
+    init = tmp_path / "base.pt"
+    save_checkpoint(model_checkpoint(build_model("vgg_small", 1, BASE.num_classes, 16), Config(), BASE), init)
+    r = _soup([str(tmp_path / "y"), f"train.init_weights={init}", "model.hidden=16",
+               f"data.train={tmp_path / 'missing.lmdb'}", f"data.val={tmp_path / 'missing.lmdb'}",
+               "data.rehearsal=", "train.base_val=[]", "train.distill_base=0"])
+    assert r.returncode == 1 and f"seed 0 failed; see {tmp_path / 'y' / 'seed0.log'}" in r.stderr, r.stderr
+    assert "missing.lmdb" in r.stderr and not (tmp_path / "y" / "soup.pt").exists()
