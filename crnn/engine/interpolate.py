@@ -36,18 +36,20 @@ def check_alpha(alpha: float, what: str = "alpha") -> None:
         raise CheckpointError(f"{what}: the share of the fine-tuned weights must be within 0..1, got {alpha}")
 
 
-def _mismatch(start: dict, tuned: dict, head: tuple[str, str]) -> str:
-    """'' when the two states fit (same keys; same shapes except the output layer's class count), else one line."""
+def _mismatch(start: dict, tuned: dict, head: tuple[str, ...],
+              names: tuple[str, str] = ("the fine-tuned model", "the start")) -> str:
+    """'' when the two states fit (same keys; same shapes except the output layer's class count), else one line;
+    ``names``: how the message calls ``tuned`` and ``start``."""
+    a, b = names
     missing, extra = sorted(set(tuned) - set(start)), sorted(set(start) - set(tuned))
     if missing or extra:
-        return (f"not the same architecture: the fine-tuned model has {len(missing)} tensors the start lacks "
-                f"({', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}), the start {len(extra)} it lacks "
+        return (f"not the same architecture: {a} has {len(missing)} tensors {b} lacks "
+                f"({', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}), {b} {len(extra)} it lacks "
                 f"({', '.join(extra[:3])}{' ...' if len(extra) > 3 else ''})")
     for k, v in tuned.items():
         shape, other = tuple(v.shape), tuple(start[k].shape)
         if shape != other and not (k in head and shape[1:] == other[1:]):
-            return (f"not the same architecture: {k} is {list(shape)} in the fine-tuned model, {list(other)} in the "
-                    "start")
+            return f"not the same architecture: {k} is {list(shape)} in {a}, {list(other)} in {b}"
     return ""
 
 
@@ -110,8 +112,6 @@ def soup_checkpoints(tuned: list[Checkpoint]) -> Checkpoint:
     """The uniform soup of several fine-tunes of one start: the first checkpoint (its config, alphabet, metadata) with
     every floating tensor replaced by the mean over all of them (BatchNorm statistics included; integer counters are
     the first's). They must share architecture and alphabet, character for character."""
-    if len(tuned) < 2:
-        return tuned[0]
     first = tuned[0]
     for other in tuned[1:]:
         why = _soup_mismatch(first, other)
@@ -138,11 +138,4 @@ def _soup_mismatch(a: Checkpoint, b: Checkpoint) -> str:
             return (f"their alphabets differ ({len(ca)} and {len(cb)} characters"
                     f"{', in another order' if sorted(ca) == sorted(cb) else ''}): average only fine-tunes of the "
                     "same start with the same model.charset")
-    sa, sb = a.model_state, b.model_state
-    if set(sa) != set(sb):
-        odd = sorted(set(sa) ^ set(sb))
-        return f"not the same architecture: {len(odd)} tensors are in only one of them ({', '.join(odd[:3])})"
-    for k, v in sa.items():
-        if v.shape != sb[k].shape:
-            return f"not the same architecture: {k} is {list(v.shape)} in one, {list(sb[k].shape)} in the other"
-    return ""
+    return _mismatch(b.model_state, a.model_state, (), (str(a.path), str(b.path)))
