@@ -6,7 +6,7 @@
 #   bash scripts/finetune_soup.sh runs/codes model.charset=ALPHABET data.train=crops/ data.val=val/ \
 #       train.init_weights=weights/crnn_vgg_small.pt
 # OUT/seed0/, OUT/seed1/: the two runs (logs OUT/seed0.log, ...); OUT/soup.pt: the model to read. Each run uses one
-# thread (the recipe's train.threads), so a 2-core machine trains the pair in about the time of one. Environment:
+# thread (the recipe's train.threads): a 2-core machine runs the pair side by side. Environment:
 # SEEDS (default "0 1"), CNN_ALPHA (the CNN's share of the fine-tuned weights, default 0.65; the rest takes the
 # recipe's train.interpolate_base, 0.8), CONFIG (default configs/finetune.yaml), CRNN_BIN (folder of the crnn-*
 # commands, default: .venv/bin when present). Run the same command again after a stop: every run resumes its last.pt.
