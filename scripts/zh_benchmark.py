@@ -16,6 +16,11 @@ so ``crnn-eval --data WORK/heldout`` reads them too):
   neighbouring text at the edges would make the truth ambiguous);
 - ``seen``: the same text source and damage, drawn in the training fonts;
 - ``clean``: black on white, no effects, Noto Sans CJK SC Regular (a training font), rendered here with PIL;
+- ``unseen_clean``: black on white, no effects, in the held-out CJK fonts (LXGW WenKai, AR PL SungtiL/KaitiM GB):
+  the first half of issue 31's target, printed lines in fonts the model never trained on;
+- ``unseen_print``: the same fonts with issue 31's list of damage and nothing else - JPEG (quality 30-95) always,
+  Gaussian blur (radius 0.4-1.4 px at 40 px line height) on 60 %, a gradient background on half, light text on dark on
+  a quarter; no rotation, warps, low-resolution rendering or noise (those are in ``heldout``, which is harsher);
 - ``long`` (only with ``--sets``): as ``clean`` but 24-40 characters, longer than any training line (up to 12),
   to see whether reading a line at its own width (up to 4096 px, crnn/infer.py) holds up.
 
@@ -47,14 +52,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-SETS = ("heldout", "seen", "clean")  # the table's sets; "long" (--sets) adds clean lines of 24-40 characters
-ALL_SETS = (*SETS, "long")
+SETS = ("heldout", "seen", "clean", "unseen_clean", "unseen_print")  # the table's sets; "long" (--sets) adds
+ALL_SETS = (*SETS, "long")  # clean lines of 24-40 characters
 SET_TITLES = {"heldout": "held-out fonts", "seen": "training fonts", "clean": "clean, Noto Sans CJK",
+              "unseen_clean": "held-out fonts, clean", "unseen_print": "held-out fonts, print damage",
               "long": "long lines (24-40), clean"}
 CHARSET = "zh_gb2312"
 MIN_LEN, MAX_LEN = 4, 12
 LONG_LEN = (24, 40)  # lines 2-3x longer than any training line: does reading at the image's own width hold up?
-SEEDS = {"heldout": 2301, "seen": 2302, "clean": 2303, "long": 2304}
+SEEDS = {"heldout": 2301, "seen": 2302, "clean": 2303, "long": 2304, "unseen_clean": 2305, "unseen_print": 2306}
 VERSION = 1  # bump when the way a set is built changes (the cache is rebuilt)
 NOTO_CJK = "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"
 PPOCR = "PP-OCRv4 (rapidocr)"
@@ -134,7 +140,7 @@ def set_fonts(name: str) -> list[str]:
     """The fonts a synthetic set draws from: held-out CJK faces for ``heldout``, the training faces for ``seen``."""
     from crnn.data.fonts import find_fonts
 
-    return find_fonts(None, "heldout" if name == "heldout" else "train")
+    return find_fonts(None, "train" if name == "seen" else "heldout")
 
 
 def noto_sc(size: int):
@@ -161,6 +167,40 @@ def render_clean(text: str, size: int = 28):
     return img
 
 
+def render_printed(text: str, fonts: tuple[str, ...], rng: random.Random, damage: bool):
+    """``text`` in a font of ``fonts`` that draws all of it, 28 px, 6 px margins, black on white - or, with
+    ``damage``, issue 31's print damage (see the module doc). Returns (PIL image, JPEG quality or None for PNG).
+    ValueError when no font draws the text."""
+    import numpy as np
+    from PIL import Image, ImageDraw, ImageFilter
+
+    from crnn.data.fonts import font_picker, load_font
+    from crnn.data.synth import script_chars
+
+    info = font_picker(fonts, script_chars(line_options())).pick(text, rng)
+    font = load_font(info.path, 28)
+    left, top, right, bottom = font.getbbox(text)
+    w, h = right - left + 12, bottom - top + 12
+    mask = Image.new("L", (w, h), 0)
+    ImageDraw.Draw(mask).text((6 - left, 6 - top), text, fill=255, font=font)
+    if not damage:
+        return Image.eval(mask, lambda v: 255 - v), None
+    ink = np.asarray(mask, np.float32)[..., None] / 255
+    dark, light = rng.uniform(0, 70), rng.uniform(185, 255)
+    bg = np.full((h, w, 1), light, np.float32)
+    if rng.random() < 0.5:  # a gradient across the line (lighting, paper, a printed tint)
+        ramp = np.linspace(0, 1, w, dtype=np.float32)[None, :, None]
+        bg = bg - ramp * rng.uniform(40, 90) if rng.random() < 0.5 else bg - ramp[:, ::-1] * rng.uniform(40, 90)
+    fg = np.full((h, w, 1), dark, np.float32)
+    if rng.random() < 0.25:  # light text on a dark ground
+        bg, fg = 255 - bg, 255 - fg
+    tint = np.array([rng.uniform(0.85, 1.0) for _ in range(3)], np.float32)
+    img = Image.fromarray(np.clip((bg * (1 - ink) + fg * ink) * tint, 0, 255).astype(np.uint8))
+    if rng.random() < 0.6:
+        img = img.filter(ImageFilter.GaussianBlur(rng.uniform(0.4, 1.4)))
+    return img, rng.randint(30, 95)
+
+
 def sample(name: str, index: int, fonts: tuple[str, ...]) -> tuple[bytes, str, str]:
     """Line ``index`` of set ``name``: (encoded image, file extension, label); the same in every run."""
     from crnn.data.synth import encode_image, render_word, sample_rng
@@ -176,6 +216,14 @@ def sample(name: str, index: int, fonts: tuple[str, ...]) -> tuple[bytes, str, s
             buf = io.BytesIO()
             render_clean(label).save(buf, format="PNG")
             return buf.getvalue(), "png", label
+        if name in ("unseen_clean", "unseen_print"):
+            try:
+                img, quality = render_printed(label, fonts, rng, damage=name == "unseen_print")
+            except ValueError:
+                continue
+            buf = io.BytesIO()
+            img.save(buf, format="PNG") if quality is None else img.save(buf, format="JPEG", quality=quality)
+            return buf.getvalue(), "png" if quality is None else "jpg", label
         try:
             img = render_word(label, rng, list(fonts), line_options())
         except ValueError:  # no font of the set draws every character: draw another line
@@ -194,7 +242,7 @@ def build_set(name: str, work: Path, num: int) -> Path:
         if cached.get("num", 0) >= num and {**cached, "num": num} == manifest:
             return folder  # line i depends only on (set, seed, i): the first num lines are the set of num
     (folder / "images").mkdir(parents=True, exist_ok=True)
-    fonts = tuple(set_fonts(name)) if name in ("heldout", "seen") else ()
+    fonts = tuple(set_fonts(name)) if name not in ("clean", "long") else ()
     lines = []
     for i in range(num):
         data, ext, label = sample(name, i, fonts)

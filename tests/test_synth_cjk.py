@@ -186,3 +186,31 @@ def test_heldout_split_keeps_fonts_and_words_apart(tmp_path) -> None:
     for i in range(6):
         _, label = make_sample(i, 4, fonts, opts)
         assert label
+
+
+def test_font_package_sections_survive_their_own_comments() -> None:
+    """Comments inside a section (notes on why a package is there) do not start a section of their own."""
+    from crnn.data.fonts import font_packages
+
+    cjk = font_packages("cjk")
+    assert {"fonts-noto-cjk", "fonts-hanazono", "fonts-cns11643-kai", "fonts-babelstone-han"} <= set(cjk)
+    held = font_packages("cjk-heldout")
+    assert held == ["fonts-arphic-gbsn00lp", "fonts-arphic-gkai00mp", "fonts-droid-fallback", "fonts-lxgw-wenkai"]
+    assert not set(cjk) & set(held)
+    assert len(font_packages()) == sum(len(font_packages(s)) for s in ("base", "extra", "cjk", "cjk-heldout"))
+
+
+def test_rare_han_supplement_files_join_no_font_pool(tmp_path) -> None:
+    """TW-Kai's Ext-B / Plus files draw ASCII but no common Hanzi: they must not become Latin faces."""
+    from crnn.data.fonts import NoFontsError
+
+    for name in ("TW-Kai-Ext-B-98_1.ttf", "TW-Sung-Plus-98_1.ttf", "TW-Kai-98_1.ttf"):
+        d = tmp_path / name.replace(".", "_")
+        d.mkdir()
+        shutil.copy(LATIN_FONT, d / name)  # DejaVu's glyphs under the supplement's file name
+        if name == "TW-Kai-98_1.ttf":  # the main face's name is not excluded (its own file is a CJK face)
+            assert [os.path.basename(p) for p in find_fonts(str(d), "train")] == [name]
+            continue
+        for split in ("train", "heldout", "all"):
+            with pytest.raises(NoFontsError):
+                find_fonts(str(d), split)

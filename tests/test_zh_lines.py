@@ -260,6 +260,32 @@ def test_benchmark_builds_the_clean_set_once_and_runs_our_column(bench, shipped_
     assert "skipped nope.pt" in capsys.readouterr().err
 
 
+def test_unseen_font_sets_draw_held_out_faces_clean_and_with_print_damage(bench, monkeypatch):
+    """Issue 31's yardstick: held-out CJK faces only; clean = pure black on white PNG, print = JPEG with damage."""
+    pytest.importorskip("jieba")
+    import io
+
+    from crnn.data import fonts as F
+
+    fonts = tuple(bench.set_fonts("unseen_clean"))
+    if not any(F.is_heldout_font(p) for p in fonts):
+        pytest.skip("needs the held-out CJK fonts (scripts/setup.sh)")
+    assert fonts == tuple(bench.set_fonts("unseen_print")) == tuple(bench.set_fonts("heldout"))
+    picked = []
+    pick = F.FontPicker.pick
+    monkeypatch.setattr(F.FontPicker, "pick", lambda self, text, rng: picked.append(pick(self, text, rng)) or picked[-1])
+    for i in range(4):
+        data, ext, label = bench.sample("unseen_clean", i, fonts)
+        img = Image.open(io.BytesIO(data))
+        assert ext == "png" and img.mode == "L" and img.getextrema() == (0, 255) and 4 <= len(label) <= 12
+        assert bench.sample("unseen_clean", i, fonts) == (data, ext, label)  # the same in every run
+        data, ext, _ = bench.sample("unseen_print", i, fonts)
+        assert ext == "jpg" and Image.open(io.BytesIO(data)).format == "JPEG"
+    han = [info for info in picked if info.cjk]
+    assert han and all(F.is_heldout_font(info.path) for info in han)
+    assert set(bench.SETS) >= {"heldout", "unseen_clean", "unseen_print"} and len(set(bench.SEEDS.values())) == 6
+
+
 def test_clean_renderer_uses_the_sc_face(bench):
     if not NOTO_CJK.is_file():
         pytest.skip("needs fonts-noto-cjk")

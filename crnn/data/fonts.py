@@ -33,7 +33,10 @@ FONT_EXTS = (".ttf", ".otf", ".ttc")
 EXCLUDE_RE = re.compile(
     r"symbol|dingbat|d050000l|emoji|icon|awesome|math|braille|ornament|webfont|wingding|powerline"
     # letters in key-cap boxes, inverse/outline OCR variants, unreadable display faces
-    r"|biolinum_k|ocrb[efx]\b|flatline|winks|f500|ferrite",
+    r"|biolinum_k|ocrb[efx]\b|flatline|winks|f500|ferrite"
+    # the rare-Han supplements of TW-Kai/TW-Sung (CNS 11643 Ext-B and private-use planes): no common Hanzi, and a
+    # copy of the main face's ASCII that would join the Latin faces
+    r"|^tw-(kai|sung)-(ext-b|plus)",
     re.I,
 )
 # Handwriting, script and fancy display faces are rare on real signs: their folders weigh less.
@@ -59,12 +62,15 @@ FONT_PACKAGES_FILE = os.path.join(os.path.dirname(__file__), "font_packages.txt"
 
 
 def font_packages(section: str | None = None) -> list[str]:
-    """Debian font packages of font_packages.txt; ``section``: those under ``# section: ...`` (base, extra, cjk)."""
+    """Debian font packages of font_packages.txt; ``section``: those under ``# section: ...`` (base, extra, cjk,
+    cjk-heldout). Any other comment (one whose text before a colon is not a single word) continues its section."""
     out, current = [], None
     with open(FONT_PACKAGES_FILE, encoding="utf-8") as f:
         for ln in map(str.strip, f):
             if ln.startswith("#"):
-                current = ln[1:].split(":")[0].strip()
+                head, colon, _ = ln[1:].partition(":")
+                if colon and head.strip() and len(head.split()) == 1:
+                    current = head.strip()
             elif ln and section in (None, current):
                 out.append(ln)
     return out
