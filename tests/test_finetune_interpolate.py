@@ -167,6 +167,23 @@ def test_soup_averages_fine_tunes_of_one_start_and_refuses_others(tmp_path):
     assert rc == 2 and "--cnn-alpha is a share of --interpolate" in text
 
 
+def test_soup_and_interpolate_refuse_a_bare_state_dict_in_one_line(tmp_path):
+    """A plain state_dict (no config, no alphabet) cannot be averaged or interpolated: the message names the file,
+    the option and what to give instead; nothing is written."""
+    _, one = _pair(seed=0)
+    cfg = load_config(None, ["model.hidden=16"])
+    save_checkpoint(model_checkpoint(one, cfg, TUNED), tmp_path / "a.pt")
+    torch.save(one.state_dict(), tmp_path / "bare.pt")
+    for argv, option in [([str(tmp_path / "a.pt"), str(tmp_path / "x.pt"), "--soup", str(tmp_path / "bare.pt")],
+                          "--soup"),
+                         ([str(tmp_path / "bare.pt"), str(tmp_path / "x.pt"), "--interpolate", str(tmp_path / "a.pt"),
+                           "--alpha", "0.8"], "--interpolate")]:
+        rc, text = _run(argv)
+        assert rc == 1 and len(text.strip().splitlines()) == 1 and not (tmp_path / "x.pt").exists(), text
+        assert f"{tmp_path / 'bare.pt'}: {option} needs a crnn checkpoint of a fine-tuned model with its config and " \
+               "alphabet, such as a run's last.pt" in text, text
+
+
 @pytest.mark.parametrize("ema", [0, 0.5])
 def test_train_interpolate_base_writes_and_scores_interpolated_pt(tmp_path, words_lmdb, capsys, ema):
     """crnn.train with train.interpolate_base=0.5: last.pt stays the trained model, interpolated.pt is the

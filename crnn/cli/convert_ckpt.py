@@ -218,11 +218,8 @@ def interpolated(tuned: Checkpoint, start: Checkpoint, alpha: float, half: bool 
     check_alpha(alpha, "--alpha")
     if cnn_alpha is not None:
         check_alpha(cnn_alpha, "--cnn-alpha")
-    for ck in (tuned, start):
-        check_not_foreign(ck)
-    if tuned.container != "crnn" or tuned.charset is None or tuned.config is None:
-        raise CheckpointError(f"{tuned.path}: --interpolate needs a crnn checkpoint of the fine-tuned model (with its "
-                              "config and alphabet), such as a run's last.pt")
+    check_not_foreign(start)
+    _require_run_checkpoint(tuned, "--interpolate")
     model = build_from_checkpoint(tuned)[0]
     obj = weights_only_checkpoint(dict(tuned.raw), half=False)
     obj["model"] = interpolate_checkpoints(start, tuned, model, alpha, cnn_alpha)
@@ -378,11 +375,16 @@ def _soup(first: Checkpoint, others: list[str]) -> Checkpoint:
 
     ckpts = [first, *(load_checkpoint(p) for p in others)]
     for ck in ckpts:
-        check_not_foreign(ck)
-        if ck.container != "crnn" or ck.charset is None or ck.config is None:
-            raise CheckpointError(f"{ck.path}: --soup averages crnn checkpoints of fine-tuned models (with their "
-                                  "config and alphabet), such as runs' last.pt")
+        _require_run_checkpoint(ck, "--soup")
     return soup_checkpoints(ckpts)
+
+
+def _require_run_checkpoint(ck: Checkpoint, option: str) -> None:
+    """--interpolate's fine-tuned model and every --soup ingredient: a crnn checkpoint with its config and alphabet."""
+    check_not_foreign(ck)
+    if ck.container != "crnn" or ck.charset is None or ck.config is None:
+        raise CheckpointError(f"{ck.path}: {option} needs a crnn checkpoint of a fine-tuned model with its config and "
+                              "alphabet, such as a run's last.pt")
 
 
 def _validate_options(args: argparse.Namespace) -> None:
