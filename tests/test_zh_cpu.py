@@ -294,7 +294,8 @@ def test_append_curve_writes_the_header_once(tmp_path):
 def test_shipped_recipe_is_the_cpu_one():
     cfg = load_config(REPO / "configs/shipped_zh.yaml")
     assert cfg.model.variant == "vgg_small_w8" and cfg.model.charset == "zh_gb2312"
-    assert cfg.data.synth_online and cfg.data.val == ["data/zh_bench/heldout"]
+    assert cfg.data.synth_online and cfg.data.val[0] == "data/zh_bench/heldout"  # the curve's and best.pt's set
+    assert cfg.data.val[1:] == ["data/zh_bench/unseen_clean", "data/zh_bench/unseen_print"]
     assert cfg.train.protocol == "unicode"
 
 
