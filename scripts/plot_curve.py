@@ -3,10 +3,12 @@
     python scripts/plot_curve.py weights/crnn_zh_lines_curve.tsv=CPU_recipe \\
         benchmarks/zh_curves/baseline_w4.tsv=today --out weights/crnn_zh_lines_curve.png
     python scripts/plot_curve.py runs/zh/curve.tsv --set data/zh_bench/heldout --target 0.03
+    python scripts/plot_curve.py runs/zh/curve.tsv@heldout=damaged runs/zh/curve.tsv@unseen_print=print --target 0.01
 
 Each argument is a curve.tsv that crnn-train writes beside its checkpoints (crnn/engine/curve.py), optionally
-``=NAME`` for the legend. ``--set`` picks the validation set (default: each file's first). The CER axis is
-logarithmic; ``--target`` draws a dashed line at a goal. Drawn with Pillow, no plotting library.
+``@SET`` for the validation set of that line and ``=NAME`` for the legend. ``--set`` picks the validation set of the
+lines without ``@SET`` (default: each file's first); a set is its path in the curve or the folder's name. The CER
+axis is logarithmic; ``--target`` draws a dashed line at a goal. Drawn with Pillow, no plotting library.
 """
 from __future__ import annotations
 
@@ -25,13 +27,23 @@ COLOURS = [(31, 119, 180), (214, 39, 40), (44, 160, 44), (148, 103, 189), (255, 
 PANEL_W, PANEL_H, MARGIN_L, MARGIN_R, MARGIN_T, MARGIN_B = 520, 360, 64, 16, 40, 56
 
 
-def load(spec: str, wanted: str | None) -> tuple[str, list[tuple[float, float, float]]]:
-    """(name, [(cpu_hours, million lines seen, cer)]) of one ``PATH[=NAME]``."""
+def split_spec(spec: str) -> tuple[str, str | None, str]:
+    """``PATH[@SET][=NAME]`` -> (path, set or None, name or ""); an existing file named with an @ stays whole."""
     path, _, name = spec.partition("=")
+    if "@" in path and not Path(path).is_file():
+        path, _, own = path.rpartition("@")
+        return path, own, name
+    return path, None, name
+
+
+def load(spec: str, wanted: str | None) -> tuple[str, list[tuple[float, float, float]]]:
+    """(name, [(cpu_hours, million lines seen, cer)]) of one ``PATH[@SET][=NAME]``; ``wanted``: the set when the
+    spec names none (None: the file's first)."""
+    path, own, name = split_spec(spec)
     rows = read_curve(path)
     if not rows:
         raise ValueError(f"{path}: no rows")
-    use = wanted or rows[0]["set"]
+    use = own or wanted or rows[0]["set"]
     pts = [(float(r["cpu_seconds"]) / 3600, int(r["lines_seen"]) / 1e6, float(r["cer"])) for r in rows
            if r["set"] == use or Path(r["set"]).name == use]
     if not pts:
@@ -122,7 +134,7 @@ def plot(curves, out: Path, target: float | None, set_name: str) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("curves", nargs="+", metavar="CURVE_TSV[=NAME]")
+    p.add_argument("curves", nargs="+", metavar="CURVE_TSV[@SET][=NAME]")
     p.add_argument("--set", help="validation set (its path in the curve, or the folder's name)")
     p.add_argument("--target", type=float, help="a goal CER to draw (e.g. 0.03)")
     p.add_argument("--out", default="curve.png")
@@ -132,7 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, KeyError) as e:
         print(f"plot_curve: error: {e}", file=sys.stderr)
         return 1
-    name = args.set or Path(read_curve(args.curves[0].partition("=")[0])[0]["set"]).name
+    own = {split_spec(c)[1] for c in args.curves} - {None}
+    if own:  # lines of several sets: the legend names them
+        name = "validation sets" if len(own) > 1 or len(own) < len(args.curves) else Path(own.pop()).name
+    else:
+        name = args.set or Path(read_curve(split_spec(args.curves[0])[0])[0]["set"]).name
     print(f"wrote {plot(curves, Path(args.out), args.target, name)}")
     return 0
 

@@ -322,6 +322,17 @@ def test_plot_curve_draws_both_panels_and_names_a_missing_set(tmp_path, capsys):
     assert plot_curve.main([args[0], "--set", "nope", "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert "no rows for set 'nope'" in err and err.count("\n") == 1
+    # one file, two of its validation sets as two lines (PATH@SET=NAME); a set named per line wins over --set
+    st = TrainState(step=2000, images_seen=128000, cpu_seconds=2400.0)
+    append_curve(tmp_path / "a", st, {"data/heldout": {"cer": 0.08, "word_acc": 0.5, "ned_similarity": 0.9},
+                                       "data/print": {"cer": 0.02, "word_acc": 0.8, "ned_similarity": 0.98}},
+                 "cpu", 2, "bf16")
+    tsv = tmp_path / "a" / "curve.tsv"
+    assert plot_curve.load(f"{tsv}@print=p", "heldout") == ("p", [pytest.approx((2400 / 3600, 0.128, 0.02))])
+    assert plot_curve.load(f"{tsv}@data/heldout", None)[1][-1] == pytest.approx((2400 / 3600, 0.128, 0.08))
+    assert plot_curve.main([f"{tsv}@heldout=damaged", f"{tsv}@print=print", "--out", str(out)]) == 0
+    assert plot_curve.main([f"{tsv}@nope", "--out", str(out)]) == 1
+    assert "no rows for set 'nope'" in capsys.readouterr().err
 
 
 @needs_fonts
