@@ -24,8 +24,10 @@ so ``crnn-eval --data WORK/heldout`` reads them too):
 - ``long`` (only with ``--sets``): as ``clean`` but 24-40 characters, longer than any training line (up to 12),
   to see whether reading a line at its own width (up to 4096 px, crnn/infer.py) holds up.
 
-Scores are crnn's metrics under the ``unicode`` protocol (NFKC, whitespace collapsed): CER and line accuracy.
-Speed is lines/s over all three sets on this machine, files read from disk by each tool, torch and onnxruntime
+Scores are crnn's metrics under the ``unicode`` protocol (NFKC, whitespace collapsed): CER and line accuracy, and
+the errors by character class (Hanzi, Latin, digits, other; one minimal edit script per line, in the JSON and a
+second table).
+Speed is lines/s over all the sets on this machine, files read from disk by each tool, torch and onnxruntime
 limited to ``--threads`` (default 2): ours through ``Recognizer.predict_paths`` (its default: batches of up to 64
 lines of equal resized width); PP-OCRv4 through ``RapidOCR()(path, use_det=False, use_cls=False)`` (its default API
 call: one line per call), PP-OCRv6 small the same way through rapidocr 3.x, whose wheel carries its ONNX models.
@@ -337,6 +339,55 @@ def ppocr(engine, sets: dict[str, list[str]], version: int = 4) -> Column:
 
 
 # ----------------------------------------------------------------------------- scores and output
+CLASSES = ("Hanzi", "Latin", "digits", "other")  # what a character of the truth is, for errors by class
+
+
+def char_class(ch: str) -> str:
+    """Hanzi (CJK unified ideographs), Latin letters, digits, or other (punctuation, spaces, symbols)."""
+    if "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf":
+        return "Hanzi"
+    if ch.isascii() and ch.isalpha():
+        return "Latin"
+    return "digits" if ch.isascii() and ch.isdigit() else "other"
+
+
+def class_errors(pred: str, truth: str) -> dict[str, list[int]]:
+    """{class: [errors, truth characters]} of one line under the unicode protocol: one minimal edit script, each
+    substitution or deletion charged to the truth character's class, each insertion to the inserted one's."""
+    from crnn.metrics import normalize_text
+
+    p, t = normalize_text(pred, "unicode"), normalize_text(truth, "unicode")
+    out = {c: [0, 0] for c in CLASSES}
+    for ch in t:
+        out[char_class(ch)][1] += 1
+    d = [[i + j if i * j == 0 else 0 for j in range(len(p) + 1)] for i in range(len(t) + 1)]
+    for i in range(1, len(t) + 1):
+        for j in range(1, len(p) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (t[i - 1] != p[j - 1]))
+    i, j = len(t), len(p)
+    while i or j:  # walk one minimal path back, preferring a match or substitution
+        if i and j and d[i][j] == d[i - 1][j - 1] + (t[i - 1] != p[j - 1]):
+            out[char_class(t[i - 1])][0] += t[i - 1] != p[j - 1]
+            i, j = i - 1, j - 1
+        elif i and d[i][j] == d[i - 1][j] + 1:
+            out[char_class(t[i - 1])][0] += 1
+            i -= 1
+        else:
+            out[char_class(p[j - 1])][0] += 1
+            j -= 1
+    return out
+
+
+def errors_by_class(preds: list[str], labels: list[str]) -> dict[str, dict[str, float]]:
+    """Per character class: errors, truth characters and their ratio (the class's share of the set's CER)."""
+    tot = {c: [0, 0] for c in CLASSES}
+    for pred, truth in zip(preds, labels):
+        for c, (e, n) in class_errors(pred, truth).items():
+            tot[c][0] += e
+            tot[c][1] += n
+    return {c: {"errors": e, "chars": n, "cer": e / n if n else 0.0} for c, (e, n) in tot.items()}
+
+
 def score(preds: list[str], labels: list[str]) -> dict[str, float]:
     """CER and line accuracy under the unicode protocol (crnn's metrics)."""
     from crnn.metrics import RecognitionMetrics
@@ -353,7 +404,8 @@ def results(columns: list[Column], labels: dict[str, list[str]]) -> list[dict]:
     for col in columns:
         row = {"model": col.name, "how": col.how, "lines_per_s": col.lines / max(col.seconds, 1e-9),
                "lines_per_cpu_s": col.lines / max(col.cpu_seconds, 1e-9)}
-        row.update({name: score(col.readings[name], labels[name]) for name in labels})
+        row.update({name: {**score(col.readings[name], labels[name]),
+                            "by_class": errors_by_class(col.readings[name], labels[name])} for name in labels})
         rows.append(row)
     return rows
 
@@ -369,6 +421,18 @@ def markdown(rows: list[dict], sets: list[str], num: int, threads: int) -> str:
     out.append(f"\n{num} lines per set (characters per line: {lengths}; text: held-out corpus words), protocol unicode; "
                f"speed over all sets, {threads} thread(s). " + "; ".join(f"{r['model']}: {r['how']}" for r in rows))
     return "\n".join(out)
+
+
+def markdown_by_class(rows: list[dict], sets: list[str]) -> str:
+    """Errors per character class (errors / truth characters of that class, summed over ``sets``) as Markdown."""
+    head = "| model | " + " | ".join(f"{c}: errors / chars" for c in CLASSES) + " | all |"
+    out = [head, "|" + " --- |" * (len(CLASSES) + 2)]
+    for r in rows:
+        tot = {c: [sum(r[s]["by_class"][c][k] for s in sets) for k in ("errors", "chars")] for c in CLASSES}
+        cells = [f"{100 * e / n:.2f} % ({e} / {n})" if n else "-" for e, n in tot.values()]
+        e, n = sum(v[0] for v in tot.values()), sum(v[1] for v in tot.values())
+        out.append(f"| {r['model']} | " + " | ".join(cells) + f" | {100 * e / max(n, 1):.2f} % |")
+    return "\n".join(out) + f"\n\nsets: {', '.join(sets)}; an insertion counts for the inserted character's class."
 
 
 def write_readings(paths: dict[str, list[str]], labels: dict[str, list[str]], columns: list[Column],
@@ -485,6 +549,7 @@ def main(argv: list[str] | None = None) -> int:
                          ensure_ascii=False, indent=1))
     else:
         print(markdown(rows, sets, args.num, args.threads))
+        print("\nErrors by character class:\n" + markdown_by_class(rows, sets))
     return 0
 
 

@@ -226,6 +226,26 @@ def test_benchmark_scores_under_the_unicode_protocol(bench):
     assert table.splitlines()[2] == "| m | 0.00 % / 100.0 % | 2 |"
 
 
+def test_benchmark_errors_by_class_add_up_to_the_edit_distance(bench):
+    from crnn.metrics import edit_distance, normalize_text
+
+    assert bench.class_errors("会1975年去", "会1995年去") == {"Hanzi": [0, 3], "Latin": [0, 0], "digits": [1, 4],
+                                                          "other": [0, 0]}
+    assert bench.class_errors("ab中文", "中文") == {"Hanzi": [0, 2], "Latin": [2, 0], "digits": [0, 0], "other": [0, 0]}
+    assert bench.class_errors("", "中a1，") == {c: [1, 1] for c in bench.CLASSES}  # NFKC: the comma is "other"
+    rng = random.Random(5)
+    alphabet = "中文字a1,Bx9 "
+    for _ in range(300):
+        t = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 9)))
+        p = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 9)))
+        got = bench.class_errors(p, t)
+        nt, np_ = normalize_text(t, "unicode"), normalize_text(p, "unicode")
+        assert sum(e for e, _ in got.values()) == edit_distance(nt, np_), (p, t)
+        assert sum(n for _, n in got.values()) == len(nt)
+    by = bench.errors_by_class(["会1975年去", "ab"], ["会1995年去", "ab"])
+    assert by["digits"] == {"errors": 1, "chars": 4, "cer": 0.25} and by["Latin"]["errors"] == 0
+
+
 @pytest.mark.skipif(not NOTO_CJK.is_file(), reason="needs fonts-noto-cjk")
 def test_benchmark_builds_the_clean_set_once_and_runs_our_column(bench, shipped_zh, tmp_path, monkeypatch, capsys):
     pytest.importorskip("jieba")
