@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import multiprocessing
+import logging
 import os
 import random
 import shutil
@@ -218,6 +219,10 @@ def test_curve_rows_count_lines_and_cpu_and_a_sitting_pack_continues_them(tmp_pa
     assert all(v.dtype == torch.float16 for v in obj["model"].values() if v.is_floating_point())
     assert obj["state"]["step"] == 4 and obj["state"]["images_seen"] == 16
     assert pack.stat().st_size < 0.6 * (tmp_path / "run/last.pt").stat().st_size
+    fonts = obj["state"]["synth_fonts"]  # the names of the files the lines were drawn from
+    assert os.path.basename(CJK_FONT) in fonts and fonts == sorted(fonts)
+    obj["state"]["synth_fonts"] = [f for f in fonts if f != os.path.basename(CJK_FONT)] + ["Gone-Regular.ttf"]
+    torch.save(obj, pack)  # as if the sitting before had other fonts installed
 
     # another machine: a fresh output folder with the pack and the committed curve
     (tmp_path / "next").mkdir()
@@ -225,12 +230,16 @@ def test_curve_rows_count_lines_and_cpu_and_a_sitting_pack_continues_them(tmp_pa
     shutil.copy(tmp_path / "run/curve.tsv", tmp_path / "next/curve.tsv")
     more = _tiny(tmp_path, "next", f"data.val=[{zh_val}]", "train.val_every=2", "train.steps=6",
                  "train.resume=auto")
+    capsys.readouterr()
     assert train_main(more) == 0
+    err = capsys.readouterr().err
+    assert f"(new: {os.path.basename(CJK_FONT)}; gone: Gone-Regular.ttf): the training data changes" in err, err
     rows = read_curve(tmp_path / "next/curve.tsv")
     assert [int(r["step"]) for r in rows] == [2, 4, 6] and int(rows[-1]["lines_seen"]) == 24
     assert float(rows[-1]["cpu_seconds"]) >= float(rows[1]["cpu_seconds"])
     last = torch.load(tmp_path / "next/last.pt", weights_only=True)
     assert last["kind"] == "training" and last["state"]["optimizer_restart"] == 4
+    assert last["state"]["synth_fonts"] == fonts  # this sitting's own fonts from now on
 
 
 def test_pack_needs_a_training_checkpoint(tmp_path, capsys):
@@ -396,3 +405,23 @@ def test_width_step_rounds_keep_ratio_widths_everywhere_a_model_is_read(tmp_path
         load_config(None, ["data.keep_ratio=true", "data.width_step=0"])
     with pytest.raises(ConfigError, match="data.width_step: rounds keep-ratio widths"):
         load_config(None, ["data.width_step=8"])
+
+
+def test_record_synth_fonts_says_when_a_sitting_draws_from_other_fonts(caplog):
+    from crnn.engine.state import record_synth_fonts
+
+    st = TrainState()
+    with caplog.at_level(logging.INFO, logger="crnn"):
+        record_synth_fonts(st, ["/f/b.ttf", "/g/a.ttc", "/h/b.ttf"], main=True)  # a new run: nothing to compare
+        assert st.synth_fonts == ["a.ttc", "b.ttf"] and not caplog.records
+        record_synth_fonts(st, ["/x/a.ttc", "/y/b.ttf"], main=True)  # the same files elsewhere: the same fonts
+        assert not caplog.records
+        record_synth_fonts(st, ["/x/a.ttc"] + [f"/n/{i:02d}.ttf" for i in range(10)], main=True)
+        (rec,) = caplog.records
+        assert rec.levelno == logging.WARNING and "from 11 font files, the sitting before from 2" in rec.message
+        assert "(new: 00.ttf, 01.ttf, 02.ttf, 03.ttf, 04.ttf, 05.ttf, 06.ttf, 07.ttf and 2 more; gone: b.ttf)" \
+            in rec.message
+        caplog.clear()
+        old = TrainState(step=500)  # a checkpoint from before fonts were recorded
+        record_synth_fonts(old, ["/x/a.ttc"], main=True)
+        assert "did not name its fonts" in caplog.records[0].message and old.synth_fonts == ["a.ttc"]

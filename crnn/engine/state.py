@@ -37,7 +37,29 @@ class TrainState:
     wall_seconds: float = 0.0  # wall time of the training loop, over every sitting
     optimizer_restart: int = -1  # step at which the optimizer started afresh (resumed from a compact sitting pack)
     ema_updates: int = 0  # updates of the weight average (train.ema_decay), over every sitting
+    synth_fonts: list = field(default_factory=list)  # data.synth_online: names of the font files lines are drawn from
     before: dict = field(default_factory=dict)  # metrics of data.val and train.base_val at step 0 (fine-tuning)
+
+
+def record_synth_fonts(st: TrainState, fonts, main: bool) -> None:
+    """data.synth_online: keep the names of the font files the run's lines are drawn from in its state, and say so
+    when a sitting (perhaps on another machine, with other fonts installed) draws from other files than the sitting
+    before: the training data changes with them, which nothing else would show."""
+    now = sorted({os.path.basename(str(p)) for p in fonts})
+    before = list(st.synth_fonts)
+    if main and before and before != now:
+        def names(xs: list[str]) -> str:
+            return ", ".join(xs[:8]) + (f" and {len(xs) - 8} more" if len(xs) > 8 else "") if xs else "none"
+
+        log.warning("data.synth_online: this sitting draws its lines from %d font files, the sitting before from %d "
+                    "(new: %s; gone: %s): the training data changes with them; install the same fonts "
+                    "(scripts/setup.sh installs crnn/data/font_packages.txt) to keep it as it was",
+                    len(now), len(before), names(sorted(set(now) - set(before))),
+                    names(sorted(set(before) - set(now))))
+    elif main and not before and st.step > 0:
+        log.info("data.synth_online: the checkpoint did not name its fonts (written by an older crnn); from step %d "
+                 "the run records them (%d font files)", st.step, len(now))
+    st.synth_fonts = now
 
 
 def rng_state() -> dict:

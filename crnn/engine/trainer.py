@@ -35,8 +35,8 @@ from crnn.engine.optim import build_optimizer, build_scaler, build_scheduler, lr
 from crnn.engine.reporting import STOP_SIGNALS, Meter, StopFlag, _fmt_time, log_validation, open_tensorboard
 from crnn.engine.runtime import Runtime, TrainingError, seed_everything, setup_logging, setup_runtime
 from crnn.engine.state import (TrainState, _checkpoint_problem, check_output_dir, create_output_dir,
-                               remove_stale_temporaries, restore, resume_checkpoint, save_training_checkpoint,
-                               shared_checkpoint)
+                               record_synth_fonts, remove_stale_temporaries, restore, resume_checkpoint,
+                               save_training_checkpoint, shared_checkpoint)
 from crnn.loss import ctc_loss
 from crnn.metrics import describe_protocol, resolve_protocol
 from crnn.model import build_model, count_parameters
@@ -384,6 +384,9 @@ def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, trai
         del ck
         if rt.rank > 0:
             seed_everything(t.seed + 1000 * rt.rank + st.step)
+    fonts = getattr(getattr(getattr(train_loader, "loader", None), "dataset", None), "fonts", None)
+    if cfg.data.synth_online and fonts is not None:
+        record_synth_fonts(st, fonts, rt.main)
     average = WeightAverage(bare, t.ema_decay, st.ema_updates) if t.ema_decay > 0 else None
     if average is not None:
         if averaged is not None:
