@@ -99,7 +99,7 @@ def panel(draw: ImageDraw.ImageDraw, x0: int, curves, axis: int, title: str, xla
         y = xy(0, target)[1]
         for xs in range(int(left), int(left + pw), 12):
             draw.line([(xs, y), (min(xs + 6, left + pw), y)], fill=(90, 90, 90), width=2)
-        draw.text((left + pw - 4, y - 3), f"goal {target * 100:g} %", fill=(90, 90, 90), font=small, anchor="rb")
+        draw.text((left + pw - 4, y + 3), f"goal {target * 100:g} %", fill=(90, 90, 90), font=small, anchor="rt")
     for i, (name, pts) in enumerate(curves):
         colour = COLOURS[i % len(COLOURS)]
         line = [xy(p[axis], p[2]) for p in pts]
@@ -112,7 +112,8 @@ def panel(draw: ImageDraw.ImageDraw, x0: int, curves, axis: int, title: str, xla
 def plot(curves, out: Path, target: float | None, set_name: str) -> Path:
     """Two panels side by side (CPU-hours, lines seen) with a legend underneath; PNG at ``out``."""
     cers = [p[2] for _, pts in curves for p in pts if p[2] > 0]
-    lo = 10 ** math.floor(math.log10(min(cers + ([target] if target else [])) or 1e-3))
+    # a decade below the lowest point or goal once it comes within 2x of a decade line, so neither sits on the frame
+    lo = 10 ** math.floor(math.log10(min(cers + ([target] if target else [])) / 2 or 1e-3))
     hi = 1.0
     legend_h = 22 * len(curves) + 12
     img = Image.new("RGB", (2 * PANEL_W, PANEL_H + legend_h), "white")
