@@ -139,7 +139,8 @@ def line_len(rng: random.Random) -> int:
 
 
 def set_fonts(name: str) -> list[str]:
-    """The fonts a synthetic set draws from: held-out CJK faces for ``heldout``, the training faces for ``seen``."""
+    """The fonts a set draws from: the training faces for ``seen``; the held-out CJK faces (with the Latin faces, for
+    Latin-only lines) for ``heldout``, ``unseen_clean`` and ``unseen_print``."""
     from crnn.data.fonts import find_fonts
 
     return find_fonts(None, "train" if name == "seen" else "heldout")
