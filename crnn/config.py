@@ -72,6 +72,9 @@ class DataConfig:
     rehearsal_style: str = "default"  # the generated rehearsal words: default | street (crnn-synth --style street)
     synth_line_len: int = 0  # text lines: every generated line has this many characters (crnn-synth --line-len); 0 = 1..max_label_length
     synth_uniform_share: float = 0.10  # text lines: share of line pieces drawn uniformly from the alphabet (rare chars)
+    # text lines: share of lines in a CJK face whose ASCII runs (numbers, Latin words) are set in a Western face, as
+    # documents set them (crnn-synth --mixed-fonts); 0 = every line in one face
+    synth_mixed_fonts: float = 0.0
     # true: the loader's workers render every training batch on the fly (data.synth_* settings, train.seed; lines of
     # one batch share their length); data.train is not read, nothing is stored, no line repeats;
     # data.synth_num = lines per (virtual) epoch
@@ -368,6 +371,8 @@ def validate(cfg: Config) -> None:
         raise ConfigError(f"data.synth_pool: must be at least 1, got {cfg.data.synth_pool}")
     if not 0 <= cfg.data.synth_uniform_share <= 1:
         raise ConfigError(f"data.synth_uniform_share: must be within 0..1, got {cfg.data.synth_uniform_share}")
+    if not 0 <= cfg.data.synth_mixed_fonts <= 1:
+        raise ConfigError(f"data.synth_mixed_fonts: must be within 0..1, got {cfg.data.synth_mixed_fonts}")
     if cfg.data.synth_online and cfg.data.synth_num < cfg.data.batch_size:
         raise ConfigError(f"data.synth_online: set data.synth_num (lines per epoch) to at least data.batch_size "
                           f"({cfg.data.batch_size}), got {cfg.data.synth_num}")

@@ -120,6 +120,19 @@ def test_training_generates_lines_for_the_model_alphabet() -> None:
     assert (opts.charset, opts.text, opts.height, opts.max_len, opts.line_len) == ("zh_gb2312", "lines", 32, 12, 0)
     cfg.data.synth_line_len = 10  # fixed-length lines, as crnn-synth --line-len makes them
     assert synth_options(cfg).line_len == 10
+    assert synth_options(cfg).mixed_fonts == 0.0
+    cfg.data.synth_mixed_fonts = 0.3  # numbers and Latin words of a share of lines in a Western face
+    assert synth_options(cfg).mixed_fonts == 0.3
+
+
+def test_synth_cli_mixed_fonts(zh_dir: str, tmp_path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "mixed.lmdb"
+    with pytest.raises(SystemExit) as e:
+        synth_main(["--charset", "zh_gb2312", "--mixed-fonts", "2", "--num", "6", "--out", str(out)])
+    assert e.value.code == 2 and "--mixed-fonts must be within 0..1" in capsys.readouterr().err and not out.exists()
+    assert synth_main(["--charset", "zh_gb2312", "--mixed-fonts", "1", "--num", "6", "--out", str(out),
+                       "--fonts", zh_dir, "--workers", "1", "--quiet"]) == 0
+    assert len(_labels(str(out))) == 6
 
 
 def test_chinese_without_a_word_list_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:

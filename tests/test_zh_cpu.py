@@ -22,7 +22,7 @@ from crnn.config import ConfigError, load_config
 from crnn.data.collate import Collate
 from crnn.data.lines import is_han, sample_line
 from crnn.data.online import OnlineBatchSampler, SynthBatches
-from crnn.data.synth import SynthOptions
+from crnn.data.synth import SynthOptions, mixed_runs
 from crnn.data.transforms import ResizeNormalize
 from crnn.engine.curve import COLUMNS, CostClock, append_curve, cpu_name, process_cpu_seconds, read_curve
 from crnn.engine.optim import rewarm_factor
@@ -68,6 +68,55 @@ def test_uniform_share_decides_how_often_rare_characters_appear():
     assert default.uniform_share == pytest.approx(0.10)  # unchanged default: old seeds give the old lines
     with pytest.raises(ValueError, match="uniform_share"):
         SynthOptions(charset="zh_gb2312", uniform_share=1.5)
+
+
+# ---------------------------------------------------------------------------------------------- mixed faces
+def test_mixed_runs_put_ascii_runs_in_the_western_face():
+    cjk, latin = object(), object()
+    runs = mixed_runs("2009年Python版 v2，好", cjk, latin)  # type: ignore[arg-type]
+    assert [(t, f is latin) for t, f in runs] == [("2009", True), ("年", False), ("Python", True), ("版 ", False),
+                                                  ("v2", True), ("，好", False)]
+    assert mixed_runs("的一是", cjk, latin) == [("的一是", cjk)]  # type: ignore[arg-type]
+
+
+@needs_fonts
+def test_mixed_fonts_draw_numbers_of_a_cjk_line_in_a_western_face(monkeypatch):
+    import crnn.data.synth as S
+
+    drawn: list[list[tuple[str, str]]] = []
+    real = S._text_masks
+
+    def spy(text, font, spacing, stroke, runs=()):
+        drawn.append([(t, f.path) for t, f in runs] or [(text, font.path)])
+        return real(text, font, spacing, stroke, runs)
+
+    monkeypatch.setattr(S, "_text_masks", spy)
+    fonts = [CJK_FONT, LATIN_FONT]
+    mixed = SynthOptions(charset=CHARS, text="lines", max_len=8, mixed_fonts=1.0)
+    S.render_word("12的一 3", random.Random(0), fonts, mixed)
+    assert drawn[-1] == [("12", LATIN_FONT), ("的一 ", CJK_FONT), ("3", LATIN_FONT)]
+    S.render_word("的一是", random.Random(0), fonts, mixed)  # nothing to mix: one face
+    assert drawn[-1] == [("的一是", CJK_FONT)]
+    S.render_word("12的一", random.Random(0), fonts, SynthOptions(charset=CHARS, text="lines", max_len=8))
+    assert drawn[-1] == [("12的一", CJK_FONT)]  # off by default
+    with pytest.raises(ValueError, match="mixed_fonts"):
+        SynthOptions(charset=CHARS, mixed_fonts=-0.1)
+
+
+@needs_fonts
+def test_mixed_fonts_off_gives_the_old_lines_of_a_seed():
+    from crnn.data.synth import make_sample
+
+    fonts = [CJK_FONT, LATIN_FONT]
+    old = SynthOptions(charset=CHARS, text="lines", max_len=8)
+    off = SynthOptions(charset=CHARS, text="lines", max_len=8, mixed_fonts=0.0)
+    on = SynthOptions(charset=CHARS, text="lines", max_len=8, mixed_fonts=1.0)
+    samples = [(make_sample(i, 4, fonts, old), make_sample(i, 4, fonts, off), make_sample(i, 4, fonts, on))
+               for i in range(12)]
+    assert all(a == b for a, b, _ in samples)
+    # a line with digits and Hanzi is drawn otherwise when mixed; its label never changes
+    assert any(a[0] != c[0] for a, _, c in samples if any(ch.isdigit() for ch in a[1]))
+    assert [a[1] for a, _, _ in samples] == [c[1] for _, _, c in samples]
 
 
 # ---------------------------------------------------------------------------------------------- online batches
@@ -154,6 +203,8 @@ def test_online_config_is_checked():
         load_config(None, ["data.synth_pool=0"])
     with pytest.raises(ConfigError, match="data.synth_uniform_share"):
         load_config(None, ["data.synth_uniform_share=2"])
+    with pytest.raises(ConfigError, match="data.synth_mixed_fonts"):
+        load_config(None, ["data.synth_mixed_fonts=1.5"])
     with pytest.raises(ConfigError, match="model.variant"):
         load_config(None, ["model.variant=vgg_w16"])
 

@@ -44,6 +44,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="text lines: train (default) leaves out the held-out CJK fonts (font_packages.txt, "
                         "cjk-heldout) and the tenth of corpus words kept for validation; heldout draws only those, "
                         "for lines in fonts and words no training set saw; all draws everything")
+    p.add_argument("--mixed-fonts", type=float, default=0.0, metavar="SHARE",
+                   help="text lines: share of lines in a CJK face whose ASCII runs (numbers, Latin words) are set in "
+                        "a Western face, as documents mix them (e.g. 0.3; default 0: one face per line)")
     p.add_argument("--max-len", type=int, default=20, help="longest text (default 20)")
     p.add_argument("--words", metavar="FILE",
                    help="word list, one per line, most frequent first (default: built-in English list; "
@@ -61,6 +64,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--workers must be >= 0")
     if args.line_len < 0:
         p.error("--line-len must be >= 1 (or 0 for varied lengths)")
+    if not 0 <= args.mixed_fonts <= 1:
+        p.error("--mixed-fonts must be within 0..1 (a share of lines)")
     return args
 
 
@@ -85,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         opts = SynthOptions(height=args.height, charset=args.charset, max_len=max(args.max_len, args.line_len),
                             words=args.words, text=args.text, line_len=args.line_len, style=args.style,
-                            split=args.split)
+                            split=args.split, mixed_fonts=args.mixed_fonts)
         if args.list_fonts:
             fonts = find_fonts(args.fonts, opts.split)
             print("\n".join(fonts))

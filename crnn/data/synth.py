@@ -23,6 +23,7 @@ import math
 import multiprocessing
 import os
 import random
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -68,6 +69,9 @@ class SynthOptions:
     split: str = "train"
     clutter: bool = True  # fragments of neighbouring text at the crop's edges (a benchmark's clean labels: False)
     uniform_share: float = UNIFORM_SHARE  # lines: share of pieces drawn uniformly from the alphabet (rare characters)
+    # lines: share of lines in a CJK face whose ASCII runs (numbers, Latin words) are set in a Western face instead,
+    # as documents set them (a Song face + Times New Roman); 0 = the line's face throughout (the old lines, same seeds)
+    mixed_fonts: float = 0.0
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
@@ -84,6 +88,8 @@ class SynthOptions:
             raise ValueError(f"line_len must be 0 (varied) or 1..max_len ({self.max_len}), got {self.line_len}")
         if not 0.0 <= self.uniform_share <= 1.0:
             raise ValueError(f"uniform_share must be within 0..1, got {self.uniform_share}")
+        if not 0.0 <= self.mixed_fonts <= 1.0:
+            raise ValueError(f"mixed_fonts must be within 0..1, got {self.mixed_fonts}")
         if self.line_len and text_mode(self) == "words":
             raise ValueError("line_len needs text lines (--text lines); scene-text words have varied lengths")
 
@@ -106,21 +112,27 @@ def _font(info: FontInfo, size: int) -> ImageFont.FreeTypeFont:
     return load_font(info.path, size)
 
 
-def _text_masks(text: str, font: ImageFont.FreeTypeFont, spacing: float, stroke: int) -> tuple[np.ndarray, np.ndarray]:
+def _text_masks(text: str, font: ImageFont.FreeTypeFont, spacing: float, stroke: int,
+                runs: Sequence[tuple[str, ImageFont.FreeTypeFont]] = ()) -> tuple[np.ndarray, np.ndarray]:
     """Draw ``text``; return (fill, outer) uint8 masks (H, W); outer includes the stroke.
 
     The canvas is sized from the glyphs' real ink boxes, so overhangs (italic ``f``, the tail
     of ``j``, tall bars) are never clipped. ``spacing`` != 0 places characters one by one.
+    ``runs``: (text, font) pieces drawn one after another on one baseline, instead of ``text`` in ``font``.
     """
-    if spacing == 0:
-        pieces = [(0.0, text)]
-    else:
-        pieces, x = [], 0.0
-        for c in text:
-            pieces.append((x, c))
-            x += font.getlength(c) + spacing
-    boxes = [(x + b[0], b[1], x + b[2], b[3]) for x, t in pieces
-             for b in [font.getbbox(t, anchor="ls", stroke_width=stroke)]]
+    runs = list(runs) or [(text, font)]
+    pieces: list[tuple[float, str, ImageFont.FreeTypeFont]] = []
+    x = 0.0
+    for t, f in runs:
+        if spacing == 0:
+            pieces.append((x, t, f))
+            x += f.getlength(t)
+        else:
+            for c in t:
+                pieces.append((x, c, f))
+                x += f.getlength(c) + spacing
+    boxes = [(x + b[0], b[1], x + b[2], b[3]) for x, t, f in pieces
+             for b in [f.getbbox(t, anchor="ls", stroke_width=stroke)]]
     left, top = min(b[0] for b in boxes), min(b[1] for b in boxes)
     right, bottom = max(b[2] for b in boxes), max(b[3] for b in boxes)
     pad = 2 + int(font.size) // 6  # room for shadows and extrusions
@@ -130,10 +142,20 @@ def _text_masks(text: str, font: ImageFont.FreeTypeFont, spacing: float, stroke:
     for sw in ([0, stroke] if stroke else [0]):
         im = Image.new("L", size, 0)
         draw = ImageDraw.Draw(im)
-        for x, t in pieces:
-            draw.text((ox + x, oy), t, fill=255, font=font, anchor="ls", stroke_width=sw, stroke_fill=255)
+        for x, t, f in pieces:
+            draw.text((ox + x, oy), t, fill=255, font=f, anchor="ls", stroke_width=sw, stroke_fill=255)
         masks.append(np.asarray(im))
     return masks[0], masks[-1]
+
+
+def mixed_runs(text: str, font: ImageFont.FreeTypeFont,
+               latin: ImageFont.FreeTypeFont) -> list[tuple[str, ImageFont.FreeTypeFont]]:
+    """``text`` cut into (run, font) pieces: runs of printable ASCII (numbers, Latin words, ASCII punctuation) in
+    ``latin``, the rest (Hanzi, full-width punctuation, spaces) in ``font``."""
+    return [(t, latin if i % 2 else font) for i, t in enumerate(_ASCII_RUN.split(text)) if t]
+
+
+_ASCII_RUN = re.compile(r"([!-~]+)")
 
 
 def _shifted(mask: np.ndarray, dx: int, dy: int) -> np.ndarray:
@@ -161,13 +183,16 @@ def _shadow_mask(outer: np.ndarray, rng: random.Random, fs: int) -> np.ndarray:
     return sh
 
 
-def _layers(text: str, info: FontInfo, fs: int, rng: random.Random) -> tuple[np.ndarray, dict[str, Any]]:
-    """Mask layers stacked (H, W, 3) = fill, outer (fill + stroke), shadow; and the style used."""
+def _layers(text: str, info: FontInfo, fs: int, rng: random.Random,
+            latin: tuple[FontInfo, int] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+    """Mask layers stacked (H, W, 3) = fill, outer (fill + stroke), shadow; and the style used. ``latin``: (face,
+    size) that draws the runs of printable ASCII instead (:func:`mixed_runs`)."""
     font = _font(info, fs)
     r = rng.random()
     spacing = 0.0 if r < 0.7 else fs * (0.02 + 0.5 * rng.random() ** 2 if r < 0.9 else rng.uniform(-0.08, 0.0))
     stroke = max(1, round(fs * rng.uniform(0.03, 0.09))) if rng.random() < 0.18 else 0
-    fill, outer = _text_masks(text, font, spacing, stroke)
+    runs = mixed_runs(text, font, _font(*latin)) if latin else ()
+    fill, outer = _text_masks(text, font, spacing, stroke, runs)
     style = {"stroke": stroke > 0, "hollow": stroke > 0 and rng.random() < 0.25, "shadow": rng.random() < 0.15}
     shadow = _shadow_mask(outer, rng, fs) if style["shadow"] else np.zeros_like(fill)
     return np.dstack([fill, outer, shadow]), style
@@ -562,12 +587,17 @@ def render_word(text: str, rng: random.Random, fonts: list[str], opts: SynthOpti
 
     Raises ValueError when no font in ``fonts`` draws every character of ``text``.
     """
-    info = font_picker(tuple(fonts), script_chars(opts)).pick(text, rng)
+    picker = font_picker(tuple(fonts), script_chars(opts))
+    info = picker.pick(text, rng)
+    latin = _latin_face(text, info, picker, rng) if opts.mixed_fonts and info.cjk and rng.random() < opts.mixed_fonts \
+        else None
     nrng = np.random.default_rng(rng.getrandbits(63))
     H = opts.height
     cap = H * (rng.uniform(0.5, 0.95) if rng.random() < 0.85 else rng.uniform(0.25, 0.45))  # low res
     fs = max(8, round(cap / info.cap_height))
-    stack, style = _layers(text, info, fs, rng)
+    # the Western face at the CJK face's own capital height, give or take a tenth (documents mix them so)
+    stack, style = _layers(text, info, fs, rng, latin and (latin, max(
+        8, round(fs * info.cap_height / latin.cap_height * rng.uniform(0.9, 1.1)))))
     style["severity"] = sev = rng.random()
     street = style["street"] = opts.style == "street"
     stack = _warp(stack, rng, fs, street)
@@ -577,6 +607,19 @@ def render_word(text: str, rng: random.Random, fonts: list[str], opts: SynthOpti
     clutter = _clutter(stack, rng, fonts, fs, opts) if opts.clutter and rng.random() < 0.25 else None
     img = _lighting(_compose(stack, clutter, style, rng, nrng), rng)
     return _camera(img, rng, nrng, opts, sev)
+
+
+def _latin_face(text: str, info: FontInfo, picker, rng: random.Random) -> FontInfo | None:
+    """SynthOptions.mixed_fonts: a Western face that draws every ASCII run of ``text`` (None when the line has no
+    ASCII run, or nothing but ASCII)."""
+    ascii_runs = "".join(_ASCII_RUN.findall(text))
+    if not ascii_runs or len(ascii_runs) == len(text.replace(" ", "")):
+        return None
+    try:
+        face = picker.pick(ascii_runs, rng)
+    except ValueError:
+        return None
+    return None if face.cjk else face
 
 
 def sample_rng(seed: int, index: int) -> random.Random:
