@@ -49,6 +49,10 @@ class DataConfig:
     # stride (8 for the *_w8 variants, 4 for the others) gives every line whole time steps and lets lines of nearly
     # equal width share a batch at inference (the Chinese line model: same or lower CER, ~1.5x the lines/s)
     width_step: int = 1
+    # keep_ratio (pad=batch), reading only (validation, crnn-eval, crnn-predict, Recognizer, export metadata): resized
+    # widths are multiplied by this - more time steps per character than in training (1 = as trained). The Chinese
+    # line model reads at 1.15 (README "Reading Chinese lines"); training lines keep their own widths
+    read_width_scale: float = 1.0
     interpolation: str = "bilinear"  # resize filter: bilinear | bicubic
     mean: float = 0.5  # pixels are normalised as (pixel / 255 - mean) / std; 0.5 / 0.5 = [-1, 1]
     std: float = 0.5
@@ -386,6 +390,12 @@ def validate(cfg: Config) -> None:
     if not 1 <= cfg.data.width_step <= cfg.data.max_width:
         raise ConfigError(f"data.width_step: must be between 1 (off) and data.max_width ({cfg.data.max_width}), got "
                           f"{cfg.data.width_step}")
+    if not 0.5 <= cfg.data.read_width_scale <= 2:
+        raise ConfigError(f"data.read_width_scale: must be within 0.5..2 (1 = read at the trained widths), got "
+                          f"{cfg.data.read_width_scale}")
+    if cfg.data.read_width_scale != 1 and not (cfg.data.keep_ratio and cfg.data.pad == "batch"):
+        raise ConfigError("data.read_width_scale: scales keep-ratio widths; it needs data.keep_ratio: true and "
+                          "data.pad: batch")
     if cfg.data.width_step > 1 and not (cfg.data.keep_ratio and cfg.data.pad == "batch"):
         raise ConfigError("data.width_step: rounds keep-ratio widths; it needs data.keep_ratio: true and data.pad: "
                           "batch (or leave it at 1)")

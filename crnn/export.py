@@ -70,6 +70,7 @@ def export_metadata(model: CRNN, charset: Charset, cfg: Config) -> dict:
             "blank": 0, "in_channels": model.in_channels, "height": d.height, "width": d.width,
             "keep_ratio": d.keep_ratio, "max_width": max(d.max_width, INFER_MAX_WIDTH),
             "train_max_width": d.max_width, "min_width": d.min_width, "width_step": d.width_step,
+            "width_scale": d.read_width_scale,
             "normalize": normalize, "mean": d.mean,
             "std": d.std, "interpolation": d.interpolation, "pad": d.pad,
             "input": "images [batch, channels, height, width]", "output": "logits [batch, time, classes]"}

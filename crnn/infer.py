@@ -212,7 +212,7 @@ class Recognizer:
                                          min_width=min(d.min_width, max(d.max_width, max_width)),
                                          channels=config.model.in_channels,
                                          interpolation=d.interpolation, mean=d.mean, std=d.std, pad=d.pad,
-                                         width_step=d.width_step)
+                                         width_step=d.width_step, width_scale=d.read_width_scale)
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike | Checkpoint, device: str = "auto", amp: str = "off", *,

@@ -5,6 +5,7 @@ in one run.
     python scripts/zh_benchmark.py --weights zh --weights runs/zh_lines/best.pt --num 500 --json
     python scripts/zh_benchmark.py --num 20 --no-ppocr --work /tmp/zb # a quick look (sheet: /tmp/zb/contact_sheet.png)
     python scripts/zh_benchmark.py --width-step 1 --width-step 8      # the same weights read at two width roundings
+    python scripts/zh_benchmark.py --width-scale 1 --width-scale 1.15 # ...at the trained widths and 1.15x as wide
 
 Three sets of 4-12 character lines (words, names, numbers, a little Latin), text from the tenth of the corpus words
 that training never draws (``crnn-synth --split heldout`` words, by frequency, without the uniformly drawn rare
@@ -268,22 +269,28 @@ def read_set(folder: Path, num: int | None = None) -> tuple[list[str], list[str]
 
 
 # ----------------------------------------------------------------------------- the readers
-def ours(weights: str, sets: dict[str, list[str]], threads: int, width_step: int | None = None) -> Column:
-    """Our model on every set: ``Recognizer.predict_paths`` (batches of <= 64 equal-width lines); ``width_step``
-    overrides the checkpoint's ``data.width_step`` (the column is then named ``WEIGHTS (width_step N)``)."""
+def ours(weights: str, sets: dict[str, list[str]], threads: int, width_step: int | None = None,
+         width_scale: float | None = None) -> Column:
+    """Our model on every set: ``Recognizer.predict_paths`` (batches of <= 64 equal-width lines); ``width_step`` /
+    ``width_scale`` override the checkpoint's ``data.width_step`` / ``data.read_width_scale`` (the column is then
+    named ``WEIGHTS (width_step N, width_scale S)``)."""
     import torch
 
     from crnn.infer import Recognizer
 
     torch.set_num_threads(threads)
     rec = Recognizer.from_checkpoint(weights, device="cpu")
-    name = weights
+    given = []
     if width_step is not None:
         rec.config.data.width_step = rec.transform.width_step = width_step
-        name = f"{weights} (width_step {width_step})"
+        given.append(f"width_step {width_step}")
+    if width_scale is not None:
+        rec.config.data.read_width_scale = rec.transform.width_scale = width_scale
+        given.append(f"width_scale {width_scale:g}")
+    name = f"{weights} ({', '.join(given)})" if given else weights
     list(rec.predict_paths(next(iter(sets.values()))[:8]))  # warm-up, not timed
     col = Column(name, how=f"predict_paths, batches of <= 64 lines of equal resized width (width_step "
-                           f"{rec.transform.width_step})")
+                           f"{rec.transform.width_step}, widths x {rec.transform.width_scale:g})")
     for name, paths in sets.items():
         t0, c0 = time.perf_counter(), time.process_time()
         col.readings[name] = [p.text or "" for p in rec.predict_paths(paths)]
@@ -487,6 +494,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--width-step", type=int, action="append", metavar="N",
                    help="read our model(s) with data.width_step N instead of the checkpoint's (1 = each line at its "
                         "own width); repeat for a column per value, e.g. --width-step 1 --width-step 8")
+    p.add_argument("--width-scale", type=float, action="append", metavar="S",
+                   help="read our model(s) with data.read_width_scale S instead of the checkpoint's (1 = at the "
+                        "trained widths); repeat for a column per value, e.g. --width-scale 1 --width-scale 1.15")
     p.add_argument("--num", type=int, default=500, help="lines per set (default 500)")
     p.add_argument("--work", default=str(REPO / "data" / "zh_bench"), help="where the sets are cached")
     p.add_argument("--sets", default=",".join(SETS), help=f"comma-separated sets of {','.join(ALL_SETS)} "
@@ -516,12 +526,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.build_only:
         return 0
     columns = []
-    if any(n < 1 for n in args.width_step or []):
-        print("zh_benchmark: error: --width-step must be >= 1", file=sys.stderr)
+    if any(n < 1 for n in args.width_step or []) or any(not 0.5 <= s <= 2 for s in args.width_scale or []):
+        print("zh_benchmark: error: --width-step must be >= 1 and --width-scale within 0.5..2", file=sys.stderr)
         return 2
-    for w, step in [(w, n) for w in args.weights or ["zh"] for n in args.width_step or [None]]:
+    for w, step, scale in [(w, n, s) for w in args.weights or ["zh"] for n in args.width_step or [None]
+                           for s in args.width_scale or [None]]:
         try:
-            columns.append(ours(w, paths, args.threads, step))
+            columns.append(ours(w, paths, args.threads, step, scale))
         except (OSError, ValueError) as e:  # a missing shipped model, a bad checkpoint: skip this column
             print(f"zh_benchmark: skipped {w}: {' '.join(str(e).split())}", file=sys.stderr)
     if not args.no_ppocr:

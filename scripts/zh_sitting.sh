@@ -24,7 +24,10 @@ running() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
 
 pack() {
   [ -f "$OUT/last.pt" ] || { echo "zh_sitting: no $OUT/last.pt to pack" >&2; exit 1; }
-  "$PY" -m crnn.cli.convert_ckpt "$OUT/last.pt" "$PACK" --pack --force
+  # the pack is read as the recipe says (data.read_width_scale), whatever the run that wrote last.pt was started with
+  local scale
+  scale=$("$PY" -c "from crnn.config import load_config; print(load_config('$CONFIG').data.read_width_scale)")
+  "$PY" -m crnn.cli.convert_ckpt "$OUT/last.pt" "$PACK" --pack --force --read-width-scale "$scale"
   [ -f "$OUT/curve.tsv" ] && cp "$OUT/curve.tsv" "$CURVE" && echo "wrote $CURVE ($(($(wc -l < "$CURVE") - 1)) rows)"
   echo "commit them: git add $PACK $CURVE && git commit -m 'Chinese line model: sitting at step ...'"
 }

@@ -270,6 +270,10 @@ def test_curve_rows_count_lines_and_cpu_and_a_sitting_pack_continues_them(tmp_pa
     assert all(v.dtype == torch.float16 for v in obj["model"].values() if v.is_floating_point())
     assert obj["state"]["step"] == 4 and obj["state"]["images_seen"] == 16
     assert pack.stat().st_size < 0.6 * (tmp_path / "run/last.pt").stat().st_size
+    wide = tmp_path / "wide.pt"  # the shipped pack of the Chinese model is read at 1.15x the trained widths
+    assert convert_main([str(tmp_path / "run/last.pt"), str(wide), "--pack", "--read-width-scale", "1.15"]) == 0
+    assert torch.load(wide, weights_only=True)["config"]["data"]["read_width_scale"] == 1.15
+    assert obj["config"]["data"]["read_width_scale"] == 1.0
     fonts = obj["state"]["synth_fonts"]  # the names of the files the lines were drawn from
     assert os.path.basename(CJK_FONT) in fonts and fonts == sorted(fonts)
     obj["state"]["synth_fonts"] = [f for f in fonts if f != os.path.basename(CJK_FONT)] + ["Gone-Regular.ttf"]
@@ -456,6 +460,80 @@ def test_width_step_rounds_keep_ratio_widths_everywhere_a_model_is_read(tmp_path
         load_config(None, ["data.keep_ratio=true", "data.width_step=0"])
     with pytest.raises(ConfigError, match="data.width_step: rounds keep-ratio widths"):
         load_config(None, ["data.width_step=8"])
+
+
+def test_read_width_scale_widens_reading_but_not_training(tmp_path, capsys):
+    """data.read_width_scale: keep-ratio widths x S wherever a model is read (the eval loaders, the trainer's
+    validation, crnn.Recognizer from the checkpoint's config, the export metadata), never in training batches;
+    crnn-convert-ckpt --read-width-scale stores it in a checkpoint (a sitting pack too); bad values are refused."""
+    from PIL import Image
+
+    from crnn.data.loader import build_eval_loader, make_transform, preprocess_options, read_options
+    from crnn.engine.checkpoint import model_checkpoint, save_checkpoint
+    from crnn.engine.runtime import Runtime
+    from crnn.engine.trainer import build_loaders
+    from crnn.export import export_metadata
+    from crnn.infer import Recognizer
+
+    base = ["data.keep_ratio=true", "data.max_width=320", "model.hidden=16", "model.variant=vgg_small_w8",
+            f"model.charset={CHARS}"]
+    cfg = load_config(None, [*base, "data.read_width_scale=1.25"])
+    geom = dict(height=32, width=100, keep_ratio=True, max_width=320, channels=1)
+    widths = (60, 100, 3, 300)
+    read = make_transform(**geom, **read_options(cfg.data))
+    assert [read(Image.new("L", (w, 32), 200)).shape[-1] for w in widths] == [75, 125, 8, 320]
+    train = make_transform(**geom, **preprocess_options(cfg.data))  # what the training loaders get
+    assert [train(Image.new("L", (w, 32), 200)).shape[-1] for w in widths] == [60, 100, 8, 300]
+    plain = make_transform(**geom, **read_options(load_config(None, base).data))  # default 1: as before
+    assert [plain(Image.new("L", (w, 32), 200)).shape[-1] for w in widths] == [60, 100, 8, 300]
+
+    folder = tmp_path / "val"
+    folder.mkdir()
+    for i, w in enumerate((60, 100)):
+        Image.new("L", (w, 32), 200).save(folder / f"{i}.png")
+    (folder / "gt.txt").write_text("0.png\t的\n1.png\t一\n", encoding="utf-8")
+    batch = next(iter(build_eval_loader(str(folder), **geom, batch_size=2, num_workers=0,
+                                        **read_options(cfg.data))))
+    assert batch.widths.tolist() == [75, 125]
+    run = load_config(None, [*base, "data.read_width_scale=1.25", f"data.val=[{folder}]", "data.train=[]",
+                             "data.synth_online=true", "data.synth_num=8", "data.batch_size=2", "data.num_workers=0",
+                             "data.max_label_length=4", f"train.output_dir={tmp_path / 'run'}"])
+    if os.path.isfile(CJK_FONT):
+        loaders, vals = build_loaders(run, Charset.from_spec(CHARS), Runtime(torch.device("cpu"), "single"))
+        assert next(iter(vals[str(folder)])).widths.tolist() == [75, 125]  # validation reads as crnn-eval does
+        assert loaders.loader.dataset.transform.width_scale == 1.0  # training lines keep their own widths
+
+    cs = Charset.from_spec(CHARS)
+    model = build_model("vgg_small_w8", 1, cs.num_classes, 16)
+    save_checkpoint(model_checkpoint(model, cfg, cs), tmp_path / "m.pt")
+    rec = Recognizer.from_checkpoint(tmp_path / "m.pt", device="cpu")
+    calls = []
+    rec.model.register_forward_pre_hook(lambda m, args: calls.append(tuple(args[0].shape)))
+    rec.predict_images([Image.new("L", (60, 32), 200)])
+    assert calls == [(1, 1, 32, 75)]
+    assert export_metadata(model, cs, cfg)["width_scale"] == 1.25
+
+    unscaled = load_config(None, base)
+    save_checkpoint(model_checkpoint(model, unscaled, cs), tmp_path / "u.pt")
+    assert convert_main([str(tmp_path / "u.pt"), str(tmp_path / "s.pt"), "--read-width-scale", "1.15"]) == 0
+    assert "read with data.read_width_scale 1.15" in capsys.readouterr().out
+    assert Recognizer.from_checkpoint(tmp_path / "s.pt", device="cpu").transform.width_scale == 1.15
+    assert torch.load(tmp_path / "u.pt", weights_only=True)["config"]["data"].get("read_width_scale", 1.0) == 1.0
+    for bad, msg in (("3", "--read-width-scale must be within 0.5..2"), ("0", "within 0.5..2")):
+        assert convert_main([str(tmp_path / "u.pt"), str(tmp_path / "x.pt"), "--read-width-scale", bad]) == 2
+        assert msg in capsys.readouterr().err and not (tmp_path / "x.pt").exists()
+    fixed = load_config(None, ["model.hidden=16", "model.variant=vgg_small_w8", f"model.charset={CHARS}"])
+    save_checkpoint(model_checkpoint(model, fixed, cs), tmp_path / "f.pt")
+    assert convert_main([str(tmp_path / "f.pt"), str(tmp_path / "x.pt"), "--read-width-scale", "1.2"]) == 2
+    assert "scales keep-ratio widths only" in capsys.readouterr().err and not (tmp_path / "x.pt").exists()
+    torch.save(model.state_dict(), tmp_path / "bare.pt")
+    assert convert_main([str(tmp_path / "bare.pt"), str(tmp_path / "x.pt"), "--read-width-scale", "1.2"]) == 2
+    assert "stores no config (a bare state dict)" in capsys.readouterr().err
+
+    with pytest.raises(ConfigError, match="data.read_width_scale: must be within 0.5..2"):
+        load_config(None, ["data.keep_ratio=true", "data.read_width_scale=0.2"])
+    with pytest.raises(ConfigError, match="data.read_width_scale: scales keep-ratio widths"):
+        load_config(None, ["data.read_width_scale=1.2"])
 
 
 def test_record_synth_fonts_says_when_a_sitting_draws_from_other_fonts(caplog):

@@ -273,9 +273,15 @@ def test_benchmark_builds_the_clean_set_once_and_runs_our_column(bench, shipped_
     assert bench.main(argv + ["--width-step", "1", "--width-step", "8"]) == 0  # one column per reading geometry
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [r["model"] for r in rows] == ["zh (width_step 1)", "zh (width_step 8)"]
-    assert rows[1]["how"].endswith("(width_step 8)") and rows[1]["clean"]["samples"] == 3
+    assert "(width_step 8, widths x 1)" in rows[1]["how"] and rows[1]["clean"]["samples"] == 3
+    assert bench.main(argv + ["--width-scale", "1", "--width-scale", "1.15"]) == 0  # ...and per reading width scale
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["model"] for r in rows] == ["zh (width_scale 1)", "zh (width_scale 1.15)"]
+    assert "widths x 1.15" in rows[1]["how"]
     assert bench.main(argv + ["--width-step", "0"]) == 2
     assert "--width-step must be >= 1" in capsys.readouterr().err
+    assert bench.main(argv + ["--width-scale", "3"]) == 2
+    assert "--width-scale within 0.5..2" in capsys.readouterr().err
     assert bench.main(["--weights", "nope.pt", "--sets", "clean", "--num", "3", "--work", str(tmp_path)]) == 0
     assert "skipped nope.pt" in capsys.readouterr().err
 

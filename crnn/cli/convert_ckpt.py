@@ -133,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "tensor (repeat for more; a uniform model soup): fine-tunes of the same start and alphabet, e.g. "
                    "the same recipe with another train.seed; with --interpolate the average is what is interpolated")
     p.add_argument("--force", action="store_true", help="overwrite OUT if it exists (even when OUT is IN)")
+    p.add_argument("--read-width-scale", type=float, metavar="S",
+                   help="store data.read_width_scale S in OUT's config: a keep-ratio model is read with its widths "
+                        "x S (more time steps per character; 1 = as trained); with a plain conversion or --pack")
     p.add_argument("--info", action="store_true", help="describe IN (layout, size, variant, charset, step) and exit")
     return p
 
@@ -405,6 +408,29 @@ def _validate_options(args: argparse.Namespace) -> None:
         raise UsageError("--cnn-alpha is a share of --interpolate: give --interpolate START --alpha A too")
     if args.soup and (args.source or args.to != "plain" or args.pack):
         raise UsageError("--soup writes a crnn checkpoint of IN's kind: drop --from, --to and --pack")
+    if args.read_width_scale is not None:
+        if args.source or args.to != "plain" or args.soup or args.interpolate:
+            raise UsageError("--read-width-scale sets a reading setting of a crnn checkpoint: use it with a plain "
+                             "conversion or --pack (not --from, --to, --soup, --interpolate)")
+        if not 0.5 <= args.read_width_scale <= 2:
+            raise UsageError(f"--read-width-scale must be within 0.5..2 (1 = as trained), got {args.read_width_scale}")
+
+
+def _set_read_width_scale(obj: dict, ckpt: Checkpoint, scale: float | None) -> dict:
+    """``obj`` with data.read_width_scale = ``scale`` in its config (unchanged when ``scale`` is None)."""
+    if scale is None:
+        return obj
+    data = ((obj.get("config") or {}).get("data") if isinstance(obj, dict) else None)
+    if ckpt.container != "crnn" or not isinstance(data, dict):
+        raise UsageError(f"{ckpt.path} stores no config (a bare state dict): --read-width-scale needs a crnn "
+                         "checkpoint written by crnn-train or crnn-convert-ckpt")
+    if scale != 1 and not (data.get("keep_ratio") and data.get("pad", "batch") == "batch"):
+        raise UsageError(f"{ckpt.path} reads fixed-width or edge-padded crops (data.keep_ratio "
+                         f"{data.get('keep_ratio')}, data.pad {data.get('pad')}): --read-width-scale scales keep-ratio "
+                         "widths only")
+    obj = dict(obj)
+    obj["config"] = {**obj["config"], "data": {**data, "read_width_scale": scale}}
+    return obj
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -441,7 +467,7 @@ def _run(args: argparse.Namespace) -> None:
     if args.pack:
         if ckpt.kind != "training" or not isinstance(ckpt.raw.get("state"), dict):
             raise UsageError(f"--pack needs a training checkpoint (a run's last.pt); {src} holds weights only")
-        save_checkpoint(sitting_pack(ckpt.raw), dst)
+        save_checkpoint(_set_read_width_scale(sitting_pack(ckpt.raw), ckpt, args.read_width_scale), dst)
         state = ckpt.raw["state"]
         print(f"wrote {dst} ({_size(dst)}): a sitting pack at step {state.get('step')} "
               f"({state.get('images_seen', 0):,} lines seen, {state.get('cpu_seconds', 0) / 3600:.2f} CPU-hours); "
@@ -463,8 +489,10 @@ def _run(args: argparse.Namespace) -> None:
     dropped = [k for k in TRAINING_STATE_KEYS if k in ckpt.raw] if (args.weights_only or args.half) else []
     if dropped:
         print(f"dropping {', '.join(dropped)}")
-    save_checkpoint(convert(ckpt, args.to, args.weights_only, args.half), dst)
-    print(f"wrote {dst} ({_size(dst)})")
+    save_checkpoint(_set_read_width_scale(convert(ckpt, args.to, args.weights_only, args.half), ckpt,
+                                          args.read_width_scale), dst)
+    print(f"wrote {dst} ({_size(dst)})" + ("" if args.read_width_scale is None else
+                                         f", read with data.read_width_scale {args.read_width_scale:g}"))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -93,7 +93,7 @@ def _setup_device(name: str):
 
 def run(args: argparse.Namespace) -> dict:
     """Evaluate on every dataset; return the summary (identical on every rank)."""
-    from crnn.data.loader import build_eval_loader, preprocess_options
+    from crnn.data.loader import build_eval_loader, read_options
     from crnn.engine.checkpoint import load_checkpoint
     from crnn.engine.distributed import get_rank, get_world_size
     from crnn.engine.evaluate import evaluate
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> dict:
         loader = build(path, height=d.height, width=d.width, keep_ratio=d.keep_ratio,
                        max_width=rec.transform.max_width, channels=channels, batch_size=args.batch_size,
                        num_workers=args.workers, rank=get_rank(), world_size=get_world_size(),
-                       **preprocess_options(d))
+                       **read_options(d))
         batches = track(loader, len(loader.sampler), desc=f"{PROG} {path}", unit="img", enabled=get_rank() == 0,
                         size=lambda b: len(b.labels) + getattr(b, "num_skipped", 0))
         t0 = time.perf_counter()

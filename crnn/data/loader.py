@@ -66,11 +66,13 @@ def stop_workers(loader: "TrainLoader | DataLoader") -> None:
 
 def make_transform(*, height: int, width: int, keep_ratio: bool, max_width: int, channels: int,
                    augment: bool = False, interpolation: str = "bilinear", mean: float = 0.5, std: float = 0.5,
-                   pad: str = "batch", min_width: int = 8, width_step: int = 1) -> ResizeNormalize:
-    """The image transform shared by training and evaluation (preprocessing as in the model's data config)."""
+                   pad: str = "batch", min_width: int = 8, width_step: int = 1,
+                   width_scale: float = 1.0) -> ResizeNormalize:
+    """The image transform shared by training and evaluation (preprocessing as in the model's data config;
+    ``width_scale``: reading only, :func:`read_options`)."""
     return ResizeNormalize(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
                            channels=channels, augment=augment, min_width=min_width, interpolation=interpolation,
-                           mean=mean, std=std, pad=pad, width_step=width_step)
+                           mean=mean, std=std, pad=pad, width_step=width_step, width_scale=width_scale)
 
 
 def make_collate(charset: Charset | None, *, height: int, width: int, keep_ratio: bool, channels: int,
@@ -175,11 +177,12 @@ def build_online_loader(opts: Any, charset: Charset, *, height: int, width: int,
 def build_eval_loader(path: str, *, height: int, width: int, keep_ratio: bool, max_width: int, channels: int,
                       batch_size: int, num_workers: int, rank: int = 0, world_size: int = 1,
                       interpolation: str = "bilinear", mean: float = 0.5, std: float = 0.5,
-                      pad: str = "batch", min_width: int = 8, width_step: int = 1) -> DataLoader:
+                      pad: str = "batch", min_width: int = 8, width_step: int = 1,
+                      width_scale: float = 1.0) -> DataLoader:
     """Eval loader with raw labels; rank ``r`` reads a disjoint contiguous shard (no padding, no duplicates)."""
     transform = make_transform(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
                                channels=channels, interpolation=interpolation, mean=mean, std=std, pad=pad,
-                               min_width=min_width, width_step=width_step)
+                               min_width=min_width, width_step=width_step, width_scale=width_scale)
     dataset = open_dataset(path, charset=None, transform=transform)
     return DataLoader(dataset, batch_size=batch_size, sampler=ShardSampler(len(dataset), rank, world_size),
                       num_workers=num_workers, drop_last=False, pin_memory=torch.cuda.is_available(),
@@ -191,6 +194,12 @@ def preprocess_options(data: Any) -> dict[str, Any]:
     """The preprocessing settings of a data config (``cfg.data``) as keyword arguments for the loaders."""
     return {"interpolation": data.interpolation, "mean": data.mean, "std": data.std, "pad": data.pad,
             "min_width": data.min_width, "width_step": data.width_step}
+
+
+def read_options(data: Any) -> dict[str, Any]:
+    """:func:`preprocess_options` for reading (validation, crnn-eval, crnn-predict): with ``data.read_width_scale``,
+    which training leaves out (its lines keep their own widths)."""
+    return {**preprocess_options(data), "width_scale": getattr(data, "read_width_scale", 1.0)}
 
 
 def _ratios(sources: Sequence[dict[str, Any]]) -> list[float] | None:

@@ -23,7 +23,9 @@ class ResizeNormalize:
 
     Fixed-width mode stretches every image to ``width``. ``keep_ratio`` keeps the aspect ratio:
     with ``pad="batch"`` the width becomes ``round(w * height / h)`` clamped to ``[min_width, max_width]`` and, with
-    ``width_step`` > 1, rounded to the nearest multiple of it (the collate function pads a batch to a common width); with ``pad="edge"`` (clovaai's ``--PAD``)
+    ``width_step`` > 1, rounded to the nearest multiple of it (the collate function pads a batch to a common width);
+    ``width_scale`` multiplies that width before it is clamped and rounded (reading a line model wider than it trained:
+    more time steps per character; ``data.read_width_scale``); with ``pad="edge"`` (clovaai's ``--PAD``)
     it becomes ``ceil(w * height / h)`` capped at ``width`` and the image is right-padded to ``width``
     by repeating its last column. ``pad="easyocr"`` is EasyOCR's recogniser input (see
     :mod:`crnn.data.easyocr_input`): OpenCV-style bilinear to ``height``, then ``interpolation`` (bicubic for
@@ -35,7 +37,8 @@ class ResizeNormalize:
 
     def __init__(self, height: int = 32, width: int = 100, keep_ratio: bool = False, max_width: int = 400,
                  channels: int = 1, augment: bool = False, min_width: int = 8, *, interpolation: str = "bilinear",
-                 mean: float = 0.5, std: float = 0.5, pad: str = "batch", width_step: int = 1) -> None:
+                 mean: float = 0.5, std: float = 0.5, pad: str = "batch", width_step: int = 1,
+                 width_scale: float = 1.0) -> None:
         if channels not in (1, 3):
             raise ValueError(f"channels must be 1 (grayscale) or 3 (RGB), got {channels}")
         if height < 1 or width < 1 or min_width < 1 or max_width < min_width:
@@ -45,11 +48,14 @@ class ResizeNormalize:
                              f"pad={pad!r} (batch | edge | easyocr), std={std} (> 0)")
         if width_step < 1:
             raise ValueError(f"width_step must be >= 1, got {width_step}")
+        if not width_scale > 0 or (width_scale != 1 and not (keep_ratio and pad == "batch")):
+            raise ValueError(f"width_scale={width_scale}: must be > 0, and scales keep-ratio widths (keep_ratio=True, "
+                             f"pad='batch') only")
         if pad == "easyocr" and not keep_ratio:
             raise ValueError("pad='easyocr' keeps the aspect ratio: pass keep_ratio=True")
         self.height, self.width = height, width
         self.keep_ratio, self.max_width, self.min_width = keep_ratio, max_width, min_width
-        self.channels, self.width_step = channels, width_step
+        self.channels, self.width_step, self.width_scale = channels, width_step, width_scale
         self.mode = "L" if channels == 1 else "RGB"
         self.augment = light_augmentation() if augment else None
         self.interpolation, self.mean, self.std, self.pad = interpolation, mean, std, pad
@@ -60,7 +66,7 @@ class ResizeNormalize:
             return self.width
         if self.pad == "edge":
             return max(1, min(self.width, math.ceil(w * self.height / h)))
-        out = min(self.max_width, max(self.min_width, round(w * self.height / h)))
+        out = min(self.max_width, max(self.min_width, round(w * self.height / h * self.width_scale)))
         q = self.width_step
         return out if q == 1 else min(self.max_width, max(q, q * round(out / q)))
 
@@ -95,6 +101,8 @@ class ResizeNormalize:
         size = f"keep_ratio, max_width={self.max_width}" if self.keep_ratio else f"width={self.width}"
         if self.keep_ratio and self.width_step > 1:
             size += f", width_step={self.width_step}"
+        if self.width_scale != 1:
+            size += f", width_scale={self.width_scale:g}"
         if self.pad == "easyocr":
             size = f"EasyOCR's resize and padding, max_width={self.max_width}"
         if self.keep_ratio and self.pad == "edge":

@@ -83,7 +83,7 @@ def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
     """Training loader (sharded under DDP, rehearsal data mixed in) and named validation loaders (a ValSets: the
     data.val loaders, plus the train.base_val ones in ``.base``)."""
     from crnn.data.datasets import DatasetError
-    from crnn.data.loader import build_eval_loader, build_train_loader, preprocess_options
+    from crnn.data.loader import build_eval_loader, build_train_loader, preprocess_options, read_options
 
     d = cfg.data
     geom = dict(height=d.height, width=d.width, keep_ratio=d.keep_ratio, max_width=d.max_width,
@@ -98,14 +98,15 @@ def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
                                        rank=rt.rank, world_size=rt.world_size)
         except DatasetError as e:
             raise TrainingError(f"data.train: {e}") from None
+    read_geom = {**geom, **read_options(d)}  # validation reads as crnn-eval will (data.read_width_scale)
     vals = {}
     for p in d.val:
         try:
-            vals[p] = build_eval_loader(p, **geom, batch_size=d.batch_size, num_workers=min(d.num_workers, 1),
+            vals[p] = build_eval_loader(p, **read_geom, batch_size=d.batch_size, num_workers=min(d.num_workers, 1),
                                         rank=rt.rank, world_size=rt.world_size)
         except DatasetError as e:
             raise TrainingError(f"data.val: {e}") from None
-    vals = ValSets(vals, build_base_loaders(cfg, rt, geom), cfg.train.base_protocol)
+    vals = ValSets(vals, build_base_loaders(cfg, rt, read_geom), cfg.train.base_protocol)
     for loader in (train.loader, *vals.values(), *vals.base.values()):
         loader.worker_init_fn = functools.partial(_worker_init, loader.worker_init_fn)
     return train, vals

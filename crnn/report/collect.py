@@ -56,11 +56,12 @@ class _IndexedCollate:
 def build_report_loader(path: str, *, height: int, width: int, keep_ratio: bool, max_width: int, channels: int,
                         batch_size: int, num_workers: int, rank: int = 0, world_size: int = 1,
                         interpolation: str = "bilinear", mean: float = 0.5, std: float = 0.5,
-                        pad: str = "batch", min_width: int = 8, width_step: int = 1) -> DataLoader:
+                        pad: str = "batch", min_width: int = 8, width_step: int = 1,
+                        width_scale: float = 1.0) -> DataLoader:
     """``build_eval_loader``'s loader (same shards, same preprocessing) yielding :class:`IndexedBatch` es."""
     transform = make_transform(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
                                channels=channels, interpolation=interpolation, mean=mean, std=std, pad=pad,
-                               min_width=min_width, width_step=width_step)
+                               min_width=min_width, width_step=width_step, width_scale=width_scale)
     dataset = _Indexed(open_dataset(path, charset=None), transform)
     collate = _IndexedCollate(make_collate(None, height=height, width=width, keep_ratio=keep_ratio,
                                            channels=channels, pad=pad))
