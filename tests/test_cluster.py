@@ -121,8 +121,16 @@ def _node(out: Path, train: Path, port: int, join_s: int, *extra: str) -> subpro
     cmd = ["bash", str(REPO / "scripts/train_ddp.sh"), "--nproc", "1", "--max-restarts", "1", "--join-timeout",
            str(join_s), f"data.train=[{{path: {out.parent / 'words.lmdb'}}}]", f"train.output_dir={out}", *TINY,
            *extra]
+    # Ctrl-C as a terminal delivers it: a shell without job control (CI launched in the background, nohup ... &) starts
+    # its children with SIGINT ignored, and bash cannot trap a signal ignored at its start
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.mark.slow
