@@ -413,6 +413,24 @@ def test_online_batches_keep_data_min_width():
     assert narrow.labels == wide.labels
 
 
+def _read_shapes(cfg, tmp_path: Path, widths) -> tuple[torch.nn.Module, Charset, list[tuple]]:
+    """A tiny model saved with ``cfg`` and read by crnn.Recognizer from that file: (model, alphabet, the input shape of
+    every forward pass for blank images ``widths`` px wide)."""
+    from PIL import Image
+
+    from crnn.engine.checkpoint import model_checkpoint, save_checkpoint
+    from crnn.infer import Recognizer
+
+    cs = Charset.from_spec(CHARS)
+    model = build_model("vgg_small_w8", 1, cs.num_classes, 16)
+    save_checkpoint(model_checkpoint(model, cfg, cs), tmp_path / "m.pt")
+    rec = Recognizer.from_checkpoint(tmp_path / "m.pt", device="cpu")
+    calls: list[tuple] = []
+    rec.model.register_forward_pre_hook(lambda m, args: calls.append(tuple(args[0].shape)))
+    rec.predict_images([Image.new("L", (w, 32), 200) for w in widths])
+    return model, cs, calls
+
+
 def test_width_step_rounds_keep_ratio_widths_everywhere_a_model_is_read(tmp_path):
     """data.width_step: keep-ratio widths rounded to a multiple of it in the transform, the evaluation and online
     training loaders, crnn.Recognizer (from the checkpoint's config, where lines of nearly equal width then share one
@@ -421,8 +439,6 @@ def test_width_step_rounds_keep_ratio_widths_everywhere_a_model_is_read(tmp_path
 
     from crnn.data.loader import build_eval_loader, build_online_loader, make_transform, preprocess_options
     from crnn.export import export_metadata
-    from crnn.infer import Recognizer
-    from crnn.engine.checkpoint import model_checkpoint, save_checkpoint
 
     cfg = load_config(None, ["data.keep_ratio=true", "data.max_width=320", "data.width_step=8", "model.hidden=16",
                              "model.variant=vgg_small_w8", f"model.charset={CHARS}"])
@@ -446,13 +462,7 @@ def test_width_step_rounds_keep_ratio_widths_everywhere_a_model_is_read(tmp_path
                                            **preprocess_options(cfg.data))))
     assert online.widths.tolist() and all(w % 8 == 0 for w in online.widths.tolist())
 
-    cs = Charset.from_spec(CHARS)
-    model = build_model("vgg_small_w8", 1, cs.num_classes, 16)
-    save_checkpoint(model_checkpoint(model, cfg, cs), tmp_path / "m.pt")
-    rec = Recognizer.from_checkpoint(tmp_path / "m.pt", device="cpu")
-    calls = []
-    rec.model.register_forward_pre_hook(lambda m, args: calls.append(tuple(args[0].shape)))
-    rec.predict_images([Image.new("L", (w, 32), 200) for w in (61, 63, 66, 90)])
+    model, cs, calls = _read_shapes(cfg, tmp_path, (61, 63, 66, 90))
     assert sorted(calls) == [(1, 1, 32, 88), (3, 1, 32, 64)]  # 61, 63 and 66 px share one batch at 64
     assert export_metadata(model, cs, cfg)["width_step"] == 8
 
@@ -503,13 +513,7 @@ def test_read_width_scale_widens_reading_but_not_training(tmp_path, capsys):
         assert next(iter(vals[str(folder)])).widths.tolist() == [75, 125]  # validation reads as crnn-eval does
         assert loaders.loader.dataset.transform.width_scale == 1.0  # training lines keep their own widths
 
-    cs = Charset.from_spec(CHARS)
-    model = build_model("vgg_small_w8", 1, cs.num_classes, 16)
-    save_checkpoint(model_checkpoint(model, cfg, cs), tmp_path / "m.pt")
-    rec = Recognizer.from_checkpoint(tmp_path / "m.pt", device="cpu")
-    calls = []
-    rec.model.register_forward_pre_hook(lambda m, args: calls.append(tuple(args[0].shape)))
-    rec.predict_images([Image.new("L", (60, 32), 200)])
+    model, cs, calls = _read_shapes(cfg, tmp_path, (60,))
     assert calls == [(1, 1, 32, 75)]
     assert export_metadata(model, cs, cfg)["width_scale"] == 1.25
 
