@@ -199,7 +199,7 @@ def preprocess_options(data: Any) -> dict[str, Any]:
 def read_options(data: Any) -> dict[str, Any]:
     """:func:`preprocess_options` for reading (validation, crnn-eval, crnn-predict): with ``data.read_width_scale``,
     which training leaves out (its lines keep their own widths)."""
-    return {**preprocess_options(data), "width_scale": getattr(data, "read_width_scale", 1.0)}
+    return {**preprocess_options(data), "width_scale": data.read_width_scale}
 
 
 def _ratios(sources: Sequence[dict[str, Any]]) -> list[float] | None:
