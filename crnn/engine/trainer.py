@@ -501,6 +501,8 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
                 _count_nonfinite(st, nonfinite_run, cfg, rt, why)
             stop.poll(rt.rank)
             signalled = D.any_rank(stop.signum is not None, rt.device)  # NCCL reduces only CUDA tensors
+            if signalled:  # another rank saw the agent die first: by now this one is re-parented too, and says so
+                stop.poll(rt.rank)
             if not signalled:  # on a signal, save at once: no validation that could outlast torchrun's grace time
                 _periodic(cfg, rt, scored, charset, vals, st, tb, meter, t_start, step0, opt,
                           save if nonfinite_run == 0 else None, health, clock, raw)
