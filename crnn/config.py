@@ -150,6 +150,20 @@ class Config:
     train: TrainConfig = field(default_factory=TrainConfig)
 
 
+# data.read_width_scale: the one range, and the one rule, for the config, crnn-convert-ckpt and the benchmarks
+READ_WIDTH_SCALE_RANGE = (0.5, 2.0)
+
+
+def read_width_scale_problem(scale: float, keep_ratio: bool, pad: str) -> str | None:
+    """Why ``scale`` cannot be a model's data.read_width_scale (None: it can)."""
+    lo, hi = READ_WIDTH_SCALE_RANGE
+    if not lo <= scale <= hi:
+        return f"must be within {lo:g}..{hi:g} (1 = read at the trained widths), got {scale}"
+    if scale != 1 and not (keep_ratio and pad == "batch"):
+        return "scales keep-ratio widths; it needs data.keep_ratio: true and data.pad: batch"
+    return None
+
+
 TRAIN_SOURCE_KEYS = {"path", "ratio", "synth_seed", "synth_style"}
 CHOICES = {
     "model.variant": ("vgg", "vgg_small", "resnet18", "vgg_clova", "vgg_easyocr", "vgg_w8", "vgg_small_w8"),
@@ -390,12 +404,8 @@ def validate(cfg: Config) -> None:
     if not 1 <= cfg.data.width_step <= cfg.data.max_width:
         raise ConfigError(f"data.width_step: must be between 1 (off) and data.max_width ({cfg.data.max_width}), got "
                           f"{cfg.data.width_step}")
-    if not 0.5 <= cfg.data.read_width_scale <= 2:
-        raise ConfigError(f"data.read_width_scale: must be within 0.5..2 (1 = read at the trained widths), got "
-                          f"{cfg.data.read_width_scale}")
-    if cfg.data.read_width_scale != 1 and not (cfg.data.keep_ratio and cfg.data.pad == "batch"):
-        raise ConfigError("data.read_width_scale: scales keep-ratio widths; it needs data.keep_ratio: true and "
-                          "data.pad: batch")
+    if why := read_width_scale_problem(cfg.data.read_width_scale, cfg.data.keep_ratio, cfg.data.pad):
+        raise ConfigError(f"data.read_width_scale: {why}")
     if cfg.data.width_step > 1 and not (cfg.data.keep_ratio and cfg.data.pad == "batch"):
         raise ConfigError("data.width_step: rounds keep-ratio widths; it needs data.keep_ratio: true and data.pad: "
                           "batch (or leave it at 1)")

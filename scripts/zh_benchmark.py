@@ -526,8 +526,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.build_only:
         return 0
     columns = []
-    if any(n < 1 for n in args.width_step or []) or any(not 0.5 <= s <= 2 for s in args.width_scale or []):
-        print("zh_benchmark: error: --width-step must be >= 1 and --width-scale within 0.5..2", file=sys.stderr)
+    from crnn.config import READ_WIDTH_SCALE_RANGE
+
+    lo, hi = READ_WIDTH_SCALE_RANGE
+    if any(n < 1 for n in args.width_step or []) or any(not lo <= s <= hi for s in args.width_scale or []):
+        print(f"zh_benchmark: error: --width-step must be >= 1 and --width-scale within {lo:g}..{hi:g}",
+              file=sys.stderr)
         return 2
     for w, step, scale in [(w, n, s) for w in args.weights or ["zh"] for n in args.width_step or [None]
                            for s in args.width_scale or [None]]:

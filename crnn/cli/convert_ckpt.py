@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 from crnn.charset import Charset, CharsetError
+from crnn.config import READ_WIDTH_SCALE_RANGE, read_width_scale_problem
 from crnn.engine.checkpoint import (
     TRAINING_STATE_KEYS,
     Checkpoint,
@@ -412,8 +413,10 @@ def _validate_options(args: argparse.Namespace) -> None:
         if args.source or args.to != "plain" or args.soup or args.interpolate:
             raise UsageError("--read-width-scale sets a reading setting of a crnn checkpoint: use it with a plain "
                              "conversion or --pack (not --from, --to, --soup, --interpolate)")
-        if not 0.5 <= args.read_width_scale <= 2:
-            raise UsageError(f"--read-width-scale must be within 0.5..2 (1 = as trained), got {args.read_width_scale}")
+        lo, hi = READ_WIDTH_SCALE_RANGE
+        if not lo <= args.read_width_scale <= hi:
+            raise UsageError(f"--read-width-scale must be within {lo:g}..{hi:g} (1 = as trained), got "
+                             f"{args.read_width_scale}")
 
 
 def _set_read_width_scale(obj: dict, ckpt: Checkpoint, scale: float | None) -> dict:
@@ -424,7 +427,7 @@ def _set_read_width_scale(obj: dict, ckpt: Checkpoint, scale: float | None) -> d
     if ckpt.container != "crnn" or not isinstance(data, dict):
         raise UsageError(f"{ckpt.path} stores no config (a bare state dict): --read-width-scale needs a crnn "
                          "checkpoint written by crnn-train or crnn-convert-ckpt")
-    if scale != 1 and not (data.get("keep_ratio") and data.get("pad", "batch") == "batch"):
+    if read_width_scale_problem(scale, bool(data.get("keep_ratio")), data.get("pad", "batch")):
         raise UsageError(f"{ckpt.path} reads fixed-width or edge-padded crops (data.keep_ratio "
                          f"{data.get('keep_ratio')}, data.pad {data.get('pad')}): --read-width-scale scales keep-ratio "
                          "widths only")
