@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from crnn.charset import Charset
+from crnn.charset import BUILTIN_CHARSETS, Charset
 from crnn.cli.convert_ckpt import main as convert_main
 from crnn.cli.train import main as train_main
 from crnn.config import ConfigError, load_config
 from crnn.data.collate import Collate
-from crnn.data.lines import is_han, sample_line
+from crnn.data.lines import is_han, no_space_between, sample_line
 from crnn.data.online import OnlineBatchSampler, SynthBatches
 from crnn.data.synth import SynthOptions, mixed_runs
 from crnn.data.transforms import ResizeNormalize
@@ -68,6 +68,21 @@ def test_uniform_share_decides_how_often_rare_characters_appear():
     assert default.uniform_share == pytest.approx(0.10)  # unchanged default: old seeds give the old lines
     with pytest.raises(ValueError, match="uniform_share"):
         SynthOptions(charset="zh_gb2312", uniform_share=1.5)
+
+
+# ---------------------------------------------------------------------------------------------- spaces
+def test_chinese_lines_set_spaces_only_where_chinese_print_does():
+    """No space next to full-width punctuation or between two full-width characters (the model read such gaps as
+    stray spaces after a comma); spaces around Latin words stay, and lines of space-separated words keep theirs."""
+    assert no_space_between("，", "P") and no_space_between("的", "一") and no_space_between("a", "。")
+    assert not no_space_between("用", "P") and not no_space_between("n", "编") and not no_space_between("a", "b")
+    rng, opts = random.Random(0), SynthOptions(charset="zh_gb2312", text="lines", max_len=20)
+    lines = [sample_line(rng, opts) for _ in range(2000)]
+    around = [(t[i - 1], t[i + 1]) for t in lines for i, c in enumerate(t) if c == " "]
+    assert [p for p in around if no_space_between(*p)] == []
+    assert sum(is_han(a) and b.isascii() and b.isalpha() for a, b in around) > 50  # 使用 Python
+    latin = SynthOptions(charset=BUILTIN_CHARSETS["printable94"] + " ", text="lines", max_len=20)
+    assert sum(sample_line(rng, latin).count(" ") for _ in range(100)) > 100  # word list joined by spaces
 
 
 # ---------------------------------------------------------------------------------------------- mixed faces

@@ -19,6 +19,7 @@ import itertools
 import os
 import random
 import string
+import unicodedata
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +36,10 @@ CJK_NUMBER_UNITS = "年月日号元个万亿次种米人名岁点分"
 # characters, where 9.5 % and 3.9 % left Latin read 5x worse than Hanzi in fonts never seen (scripts/zh_benchmark.py)
 PUNCT_SHARE, NUMBER_SHARE, LATIN_SHARE, UNIFORM_SHARE = 0.09, 0.05, 0.04, 0.10
 SPACE_SHARE = 0.03  # chance of a space between two pieces (where the alphabet has the space)
+# ...except where Chinese print has none (Han corpora; from step 58,760 of the shipped Chinese model): next to
+# full-width punctuation and between two full-width characters. Those spaces (8 % of lines had one between two
+# Hanzi) were gaps the model had to guess: at step 58,030 it read 54 stray spaces into the 6,000 spaceless lines of
+# zh_benchmark's training-font sets (43 right after punctuation; PP-OCRv4 read none)
 UNIFORM_LINE_SHARE = 0.05  # lines made only of uniformly drawn characters
 
 
@@ -197,6 +202,16 @@ def _piece(rng: random.Random, charset: str, corpus: Corpus | None, first: bool,
     return word, corpus.joiner == " "
 
 
+def _wide(c: str) -> bool:
+    return unicodedata.east_asian_width(c) in ("W", "F")
+
+
+def no_space_between(a: str, b: str) -> bool:
+    """Chinese print sets no space next to full-width punctuation (``，``, ``。``) or between two full-width characters;
+    around Latin words and numbers it may (``使用 Python 编程``)."""
+    return (_wide(a) and _wide(b)) or (_wide(a) and not is_han(a)) or (_wide(b) and not is_han(b))
+
+
 def line_length(rng: random.Random, max_len: int, fixed: int = 0) -> int:
     """The length of the next line: ``fixed``, or 2..max_len uniformly (1 now and then)."""
     if fixed:
@@ -209,8 +224,10 @@ def compose_line(rng: random.Random, charset: str, n: int, corpus: Corpus | None
     """A line of exactly ``n`` characters (no space at either end, no double spaces), or "" when it fails.
 
     ``uniform_share``: the share of pieces drawn uniformly from the alphabet (1-3 characters each), which is what
-    makes rare characters appear; the corpus words (by frequency) give up that share."""
+    makes rare characters appear; the corpus words (by frequency) give up that share. Lines of a Han corpus put no
+    space where Chinese print has none (:func:`no_space_between`)."""
     space = " " in W.label_rules(charset)[0]
+    han = corpus is not None and corpus.joiner == ""
     uniform_only = corpus is None or rng.random() < UNIFORM_LINE_SHARE
     out: list[str] = []
     size = 0
@@ -218,7 +235,8 @@ def compose_line(rng: random.Random, charset: str, n: int, corpus: Corpus | None
         piece, spaced = _piece(rng, charset, None if uniform_only else corpus, not out, uniform_share)
         if not piece:
             continue
-        if out and space and (spaced or rng.random() < SPACE_SHARE) and out[-1] != " ":
+        if (out and space and (spaced or rng.random() < SPACE_SHARE) and out[-1] != " "
+                and not (han and no_space_between(out[-1][-1], piece[0]))):
             out.append(" ")
             size += 1
         out.append(piece)
