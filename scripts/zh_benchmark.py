@@ -506,6 +506,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sheet", default=None, help="contact sheet PNG (default: WORK/contact_sheet.png)")
     p.add_argument("--sheet-per-set", type=int, default=4, help="images per set on the contact sheet (default 4)")
     p.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
+    p.add_argument("--markdown", metavar="FILE", help="also write the tables (markdown) to FILE")
     p.add_argument("--build-only", action="store_true", help="make the sets (cached under --work) and stop: "
                    "training validates on WORK/heldout")
     return p
@@ -559,13 +560,16 @@ def main(argv: list[str] | None = None) -> int:
     if columns:
         print(f"readings: {write_readings(paths, labels, columns, work / 'readings.tsv')}", file=sys.stderr)
     rows = results(columns, labels)
+    tables = markdown(rows, sets, args.num, args.threads) + "\n\nErrors by character class:\n" + markdown_by_class(
+        rows, sets)
+    if args.markdown:
+        Path(args.markdown).write_text(tables + "\n", encoding="utf-8")
     if args.json:
         print(json.dumps({"num": args.num, "threads": args.threads, "protocol": "unicode",
                           "load_avg_1min": os.getloadavg()[0], "rows": rows},
                          ensure_ascii=False, indent=1))
     else:
-        print(markdown(rows, sets, args.num, args.threads))
-        print("\nErrors by character class:\n" + markdown_by_class(rows, sets))
+        print(tables)
     return 0
 
 

@@ -5,11 +5,15 @@
 #   bash scripts/zh_sitting.sh status                 # is it running; its last log lines and learning-curve rows
 #   bash scripts/zh_sitting.sh stop                   # stop cleanly (it saves last.pt), then write the sitting pack
 #   bash scripts/zh_sitting.sh pack                   # only write the pack from runs/zh/last.pt
+#   bash scripts/zh_sitting.sh report                 # after stop: the model card's figures for the pack (below)
 # start: continues runs/zh/last.pt when this machine has it, else the committed sitting pack
 # weights/crnn_zh_lines.pt (fp16 weights, step, lines seen, CPU-seconds; the optimizer starts afresh), else starts from
 # the English model. Two DDP processes x 1 thread (NPROC to change). stop/pack: weights/crnn_zh_lines.pt (the shipped
 # model and the next sitting's start) and weights/crnn_zh_lines_curve.tsv (held-out CER against lines seen and
-# CPU-seconds, with the CPU of every row): commit both.
+# CPU-seconds, with the CPU of every row): commit both. report (not while training: it measures lines/s): the pack
+# beside PP-OCRv4 and PP-OCRv6 small on 2,000 lines per set (runs/zh/bench.json and bench.md;
+# data/zh_bench_2000/readings.tsv), crnn-eval on the held-out set, the learning curve's picture and the sets' contact
+# sheet (weights/crnn_zh_lines_curve.png, weights/crnn_zh_lines_sheet.png)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -64,5 +68,18 @@ case "${1:-}" in
     pack
     ;;
   pack) pack ;;
-  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  report)
+    running && { echo "zh_sitting: training is running; stop it first (the benchmark measures lines/s)" >&2; exit 1; }
+    scale=$("$PY" -c "from crnn.config import load_config; print(load_config('$CONFIG').data.read_width_scale)")
+    "$PY" scripts/zh_benchmark.py --weights zh --width-scale "$scale" --width-scale 1 --num 2000 \
+      --work data/zh_bench_2000 --json --markdown "$OUT/bench.md" > "$OUT/bench.json"
+    .venv/bin/crnn-eval --weights zh --data data/zh_bench_2000/heldout --protocol unicode | tail -n 3
+    "$PY" scripts/plot_curve.py "$CURVE@heldout=shipped_zh" "$CURVE@unseen_clean=shipped_zh, unseen fonts clean" \
+      "$CURVE@unseen_print=shipped_zh, unseen fonts print damage" benchmarks/zh_curves/baseline_w4.tsv=zh_baseline_w4 \
+      --target 0.01 --out weights/crnn_zh_lines_curve.png
+    cp data/zh_bench_2000/contact_sheet.png weights/crnn_zh_lines_sheet.png
+    cat "$OUT/bench.md"
+    echo "zh_sitting: figures in $OUT/bench.md; put them in README.md and weights/README.md, commit with the pack"
+    ;;
+  *) sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; exit 2 ;;
 esac

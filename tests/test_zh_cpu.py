@@ -9,6 +9,7 @@ import logging
 import os
 import random
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -323,6 +324,24 @@ def test_pack_needs_a_training_checkpoint(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--pack needs a training checkpoint" in err and str(w) in err and err.count("\n") == 1
     assert not (tmp_path / "p.pt").exists()
+
+
+def test_sitting_report_refuses_while_training_runs(tmp_path):
+    """zh_sitting.sh report measures lines/s: never beside the training it reports on."""
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(REPO / "scripts" / "zh_sitting.sh", tmp_path / "scripts")
+    (tmp_path / "runs" / "zh").mkdir(parents=True)
+    busy = subprocess.Popen(["sleep", "60"])
+    try:
+        (tmp_path / "runs" / "zh" / "train.pid").write_text(str(busy.pid))
+        r = subprocess.run(["bash", str(tmp_path / "scripts" / "zh_sitting.sh"), "report"], capture_output=True,
+                           text=True, timeout=60)
+    finally:
+        busy.kill()
+        busy.wait()
+    assert r.returncode == 1 and "training is running; stop it first" in r.stderr and r.stdout == ""
+    usage = subprocess.run(["bash", str(tmp_path / "scripts" / "zh_sitting.sh")], capture_output=True, text=True)
+    assert usage.returncode == 2 and "zh_sitting.sh report" in usage.stdout
 
 
 def test_rewarm_after_an_optimizer_restart():

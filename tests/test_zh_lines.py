@@ -267,9 +267,12 @@ def test_benchmark_builds_the_clean_set_once_and_runs_our_column(bench, shipped_
     readings = (tmp_path / "readings.tsv").read_text(encoding="utf-8").splitlines()
     assert readings[0] == "set\tpath\ttruth\tzh" and len(readings) == 4
     first = (tmp_path / "clean" / "images" / "00000.png").stat().st_mtime_ns
-    assert bench.main([a if a != "3" else "2" for a in argv]) == 0  # cached with 3 >= 2 lines: not rebuilt
+    md = tmp_path / "bench.md"
+    assert bench.main([a if a != "3" else "2" for a in argv] + ["--markdown", str(md)]) == 0  # cached: not rebuilt
     assert (tmp_path / "clean" / "images" / "00000.png").stat().st_mtime_ns == first
     assert json.loads(capsys.readouterr().out)["rows"][0]["clean"]["samples"] == 2
+    tables = md.read_text(encoding="utf-8")  # the JSON on stdout, the tables beside it
+    assert tables.startswith("| model |") and "| zh |" in tables and "Errors by character class:" in tables
     assert bench.main(argv + ["--width-step", "1", "--width-step", "8"]) == 0  # one column per reading geometry
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [r["model"] for r in rows] == ["zh (width_step 1)", "zh (width_step 8)"]
