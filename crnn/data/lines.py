@@ -37,7 +37,7 @@ CJK_NUMBER_UNITS = "年月日号元个万亿次种米人名岁点分"
 PUNCT_SHARE, NUMBER_SHARE, LATIN_SHARE, UNIFORM_SHARE = 0.09, 0.05, 0.04, 0.10
 SPACE_SHARE = 0.03  # chance of a space between two pieces (where the alphabet has the space)
 # ...except where Chinese print has none (Han corpora; from step 58,760 of the shipped Chinese model): next to
-# full-width punctuation and between two full-width characters. Those spaces (8 % of lines had one between two
+# full-width punctuation and between two full-width characters. Those spaces (5 % of its lines had one between two
 # Hanzi) were gaps the model had to guess: at step 58,030, read 1.15x wide, it put 87 stray spaces into
 # zh_benchmark's 10,000 spaceless lines (29 in the 4,000 of training fonts; 63 right after full-width punctuation),
 # PP-OCRv4 2, PP-OCRv6 small 7
