@@ -171,6 +171,53 @@ def render_clean(text: str, size: int = 28):
     return img
 
 
+PICKED: list[str] = []  # the font file of every line render_printed draws (line_fonts replays a set to read them)
+# held-out faces by file name; a Latin-only line of the held-out sets is drawn in one of the Latin faces
+FONT_GROUPS = (("LXGW WenKai (+ Mono)", "LXGWWenKai"), ("AR PL SungtiL GB", "gbsn00lp"),
+               ("AR PL KaitiM GB", "gkai00mp"), ("Droid Sans Fallback", "DroidSansFallback"))
+
+
+def font_group(path: str) -> str:
+    name = Path(path).name
+    return next((g for g, stem in FONT_GROUPS if name.startswith(stem)), "Latin faces (Latin-only lines)")
+
+
+def line_fonts(name: str, num: int) -> list[str]:
+    """The font file of each of the first ``num`` lines of ``unseen_clean`` / ``unseen_print``: their drawing is
+    replayed (each line depends only on its set, seed and index), nothing is read from the images."""
+    fonts, out = tuple(set_fonts(name)), []
+    for i in range(num):
+        PICKED.clear()
+        sample(name, i, fonts)
+        out.append(PICKED[-1])
+    return out
+
+
+def markdown_by_font(readings: Path) -> str:
+    """CER per held-out face of the two unseen-font sets, per model, from a readings.tsv this script wrote."""
+    from crnn.metrics import edit_distance, normalize_text
+
+    with open(readings, encoding="utf-8") as f:
+        head, *lines = [ln.rstrip("\n").split("\t") for ln in f]
+    models, sets = head[3:], ("unseen_clean", "unseen_print")
+    by_set = {s: [ln for ln in lines if ln[0] == s] for s in sets}
+    tot: dict[tuple[str, str], list[int]] = {}
+    for s, rows in by_set.items():
+        for ln, font in zip(rows, line_fonts(s, len(rows)) if rows else []):
+            truth = normalize_text(ln[2], "unicode")
+            for m, pred in zip(models, ln[3:]):
+                t = tot.setdefault((font_group(font), m), [0, 0])
+                t[0] += edit_distance(normalize_text(pred, "unicode"), truth)
+                t[1] += len(truth)
+    groups = [g for g in [*(g for g, _ in FONT_GROUPS), "Latin faces (Latin-only lines)"] if (g, models[0]) in tot]
+    out = ["| model | " + " | ".join(f"{g}: CER (errors / chars)" for g in groups) + " |",
+           "|" + " --- |" * (len(groups) + 1)]
+    for m in models:
+        cells = [f"{100 * e / max(n, 1):.2f} % ({e} / {n})" for e, n in (tot[(g, m)] for g in groups)]
+        out.append(f"| {m} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + f"\n\nsets: {', '.join(s for s in sets if by_set[s])} ({readings})."
+
+
 def render_printed(text: str, fonts: tuple[str, ...], rng: random.Random, damage: bool):
     """``text`` in a font of ``fonts`` that draws all of it, 28 px, 6 px margins, black on white - or, with
     ``damage``, issue 31's print damage (see the module doc). Returns (PIL image, JPEG quality or None for PNG).
@@ -182,6 +229,7 @@ def render_printed(text: str, fonts: tuple[str, ...], rng: random.Random, damage
     from crnn.data.synth import script_chars
 
     info = font_picker(fonts, script_chars(line_options())).pick(text, rng)
+    PICKED.append(info.path)
     font = load_font(info.path, 28)
     left, top, right, bottom = font.getbbox(text)
     w, h = right - left + 12, bottom - top + 12
@@ -507,6 +555,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sheet-per-set", type=int, default=4, help="images per set on the contact sheet (default 4)")
     p.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
     p.add_argument("--markdown", metavar="FILE", help="also write the tables (markdown) to FILE")
+    p.add_argument("--by-font", action="store_true", help="only print CER per held-out face on the two unseen-font "
+                   "sets, per model, from WORK/readings.tsv of an earlier run (no model is run)")
     p.add_argument("--build-only", action="store_true", help="make the sets (cached under --work) and stop: "
                    "training validates on WORK/heldout")
     return p
@@ -519,6 +569,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"zh_benchmark: error: --sets takes {','.join(ALL_SETS)} and --num must be >= 1", file=sys.stderr)
         return 2
     work = Path(args.work)
+    if args.by_font:
+        if not (work / "readings.tsv").is_file():
+            print(f"zh_benchmark: error: no {work / 'readings.tsv'}: run the benchmark with --work {work} first",
+                  file=sys.stderr)
+            return 2
+        print(markdown_by_font(work / "readings.tsv"))
+        return 0
     paths, labels = {}, {}
     for s in sets:
         t0 = time.perf_counter()

@@ -289,6 +289,14 @@ def test_benchmark_builds_the_clean_set_once_and_runs_our_column(bench, shipped_
     assert "skipped nope.pt" in capsys.readouterr().err
 
 
+def test_benchmark_by_font_needs_readings_and_names_the_faces(bench, tmp_path, capsys):
+    assert bench.main(["--by-font", "--work", str(tmp_path)]) == 2
+    assert "no " + str(tmp_path / "readings.tsv") + ": run the benchmark" in capsys.readouterr().err
+    assert [bench.font_group(p) for p in ("/f/LXGWWenKaiMono-Bold.ttf", "x/gkai00mp.ttf", "gbsn00lp.ttf",
+                                          "/u/DejaVuSans.ttf")] == [
+        "LXGW WenKai (+ Mono)", "AR PL KaitiM GB", "AR PL SungtiL GB", "Latin faces (Latin-only lines)"]
+
+
 def test_unseen_font_sets_draw_held_out_faces_clean_and_with_print_damage(bench, monkeypatch):
     """Issue 31's yardstick: held-out CJK faces only; clean = pure black on white PNG, print = JPEG with damage."""
     pytest.importorskip("jieba")
