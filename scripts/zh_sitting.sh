@@ -75,7 +75,7 @@ case "${1:-}" in
       --work data/zh_bench_2000 --json --markdown "$OUT/bench.md" > "$OUT/bench.json"
     { echo; echo "CER by held-out face:"; "$PY" scripts/zh_benchmark.py --work data/zh_bench_2000 --by-font; } \
       >> "$OUT/bench.md"
-    .venv/bin/crnn-eval --weights zh --data data/zh_bench_2000/heldout --protocol unicode | tail -n 3
+    .venv/bin/crnn-eval --weights zh --data data/zh_bench_2000/heldout --protocol unicode | grep -A 2 "^dataset"
     "$PY" scripts/plot_curve.py "$CURVE@heldout=shipped_zh" "$CURVE@unseen_clean=shipped_zh, unseen fonts clean" \
       "$CURVE@unseen_print=shipped_zh, unseen fonts print damage" benchmarks/zh_curves/baseline_w4.tsv=zh_baseline_w4 \
       --target 0.01 --out weights/crnn_zh_lines_curve.png
