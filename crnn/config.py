@@ -135,6 +135,10 @@ class TrainConfig:
     # fine-tuning: loss += distill_base * KL(init_weights' per-frame distribution || the trained one, upper case
     # folded onto lower case) on the samples whose labels init_weights could read (0 = off)
     distill_base: float = 0.0
+    # fine-tuning: loss += distill_new * the same KL on the samples whose labels have characters init_weights never
+    # read (codes with '$', '#'...), the trained distribution renormalised over the start's classes (new characters
+    # neither pushed down nor counted); needs distill_base > 0 (0 = off)
+    distill_new: float = 0.0
     # fine-tuning: at the end also write interpolated.pt = (1 - a) * init_weights + a * the trained weights
     # (WiSE-FT; rows of new characters: the trained ones), scored like the trained model; 1 = off
     interpolate_base: float = 1.0
@@ -376,6 +380,11 @@ def validate(cfg: Config) -> None:
         raise ConfigError(f"train.base_pull: must be 0 (off) or positive, got {cfg.train.base_pull}")
     if cfg.train.distill_base < 0:
         raise ConfigError(f"train.distill_base: must be 0 (off) or positive, got {cfg.train.distill_base}")
+    if cfg.train.distill_new < 0:
+        raise ConfigError(f"train.distill_new: must be 0 (off) or positive, got {cfg.train.distill_new}")
+    if cfg.train.distill_new > 0 and cfg.train.distill_base <= 0:
+        raise ConfigError(f"train.distill_new={cfg.train.distill_new} weighs the starting model's teaching on "
+                          "labels with new characters: set train.distill_base > 0 too")
     if cfg.train.distill_base > 0 and not cfg.train.init_weights:
         raise ConfigError(f"train.distill_base={cfg.train.distill_base} distils the starting model: set "
                           "train.init_weights")

@@ -60,6 +60,48 @@ def test_distillation_folds_upper_case_onto_lower_case_and_skips_what_the_base_c
     assert BaseTeacher(teacher, base, new, 1.0).loss(student, images, ["a$", "", "#"], steps)[1] == 0
 
 
+def test_distill_new_teaches_labels_with_new_characters_renormalised_over_the_base_classes():
+    """train.distill_new: a sample whose label the base could not read ('a$') is taught too, the student's
+    distribution renormalised over the base's classes - what it puts on '$' is neither pushed down nor counted."""
+    base, new = Charset("ab1"), Charset("ab1AB$")
+    torch.manual_seed(1)
+    labels = ["aB", "a$", "1b", ""]  # the empty label is never taught
+    student = torch.randn(4, 5, new.num_classes, requires_grad=True)
+    teacher_logits = torch.randn(3, 5, base.num_classes)
+    steps = torch.tensor([3, 5, 4, 5])
+    images = torch.arange(4.0).view(4, 1, 1, 1)
+    teacher = _Fixed(teacher_logits)
+    loss, n = BaseTeacher(teacher, base, new, alpha=0.5, new_alpha=0.25).loss(student, images, labels, steps)
+    assert n == 3 and teacher.seen[0].flatten().tolist() == [0.0, 1.0, 2.0]
+
+    p = student.detach().softmax(-1)  # classes: blank a b 1 A B $
+    folded = torch.stack([p[..., 0], p[..., 1] + p[..., 4], p[..., 2] + p[..., 5], p[..., 3]], -1)
+
+    def kl(row: int, i: int, t: int, q: torch.Tensor) -> torch.Tensor:
+        pt = teacher_logits[row, :t].softmax(-1)
+        return (pt * (pt.log() - q[i, :t].log())).sum(-1).mean()
+
+    old = (kl(0, 0, 3, folded) + kl(2, 2, 4, folded)) / 2  # as without distill_new: '$' mass is loss there
+    renorm = folded / folded.sum(-1, keepdim=True)
+    assert float(loss.detach()) == pytest.approx(float(0.5 * old + 0.25 * kl(1, 1, 5, renorm)), rel=1e-5)
+    loss.backward()
+    assert student.grad[1].any() and not student.grad[3].any()
+
+    # the '$' sample read as the teacher among the base classes costs nothing, however much it puts on '$'
+    same = torch.full((4, 5, new.num_classes), -1e4)
+    same[:3, :, : base.num_classes] = teacher_logits
+    same[1, :, 6] = 5.0  # most of the mass on '$'
+    loss, _ = BaseTeacher(_Fixed(teacher_logits), base, new, 1.0, new_alpha=1.0).loss(same, images, labels, steps)
+    assert abs(float(loss)) < 1e-5
+    # without distill_new the same batch is taught as before: only the labels the base could read
+    _, n = BaseTeacher(_Fixed(teacher_logits), base, new, 1.0).loss(same, images, labels, steps)
+    assert n == 2
+    # only new-character labels: the readable term is absent, not a mean over nothing
+    loss, n = BaseTeacher(_Fixed(teacher_logits[1:2]), base, new, 1.0, new_alpha=1.0).loss(
+        same[1:2], images[1:2], ["a$"], steps[1:2])
+    assert n == 1 and torch.isfinite(loss) and abs(float(loss)) < 1e-5
+
+
 def test_distill_base_keeps_a_fine_tune_reading_as_its_start_and_needs_init_weights(tmp_path, capsys):
     """crnn.train with a strong train.distill_base ends with the base's words read closer to how the base read them
     (KL measured on them) than the same run without it; the option is checked when the config loads."""
@@ -104,3 +146,7 @@ def test_distill_base_keeps_a_fine_tune_reading_as_its_start_and_needs_init_weig
         load_config(None, ["train.distill_base=1"])
     with pytest.raises(ValueError, match="train.distill_base: must be 0"):
         load_config(None, ["train.distill_base=-1"])
+    with pytest.raises(ValueError, match=r"train.distill_new=0.5 weighs .* set train.distill_base > 0 too"):
+        load_config(None, ["train.distill_new=0.5"])
+    with pytest.raises(ValueError, match="train.distill_new: must be 0"):
+        load_config(None, ["train.distill_new=-1", "train.distill_base=1", "train.init_weights=x.pt"])

@@ -303,12 +303,19 @@ class BaseTeacher:
     The fine-tuned model keeps reading what the base read, with the base's own confidences (its soft targets carry
     more than the hard labels: which letters look alike, how sure it is under blur), while CTC on the labels
     decides the case and teaches the new characters. The teacher reads the same tensor as the student (its
-    geometry), in evaluation mode."""
+    geometry), in evaluation mode.
 
-    def __init__(self, model: torch.nn.Module, base_charset: Charset, charset: Charset, alpha: float) -> None:
+    ``new_alpha`` (``train.distill_new``, 0 = off): the samples whose labels have characters the base never read
+    (the new kind of text itself) are taught too, with ``q`` renormalised over the starting classes: what the student
+    puts on new characters is neither pushed down nor counted, and among the base's classes it keeps the base's
+    letter identities on the new glyphs (the capitals of printed codes, where fine-tuning drifts them). That term is
+    ``new_alpha`` x its own mean over those samples."""
+
+    def __init__(self, model: torch.nn.Module, base_charset: Charset, charset: Charset, alpha: float,
+                 new_alpha: float = 0.0) -> None:
         from crnn.engine.alphabet_change import _source_rows
 
-        self.model, self.alpha = model, alpha
+        self.model, self.alpha, self.new_alpha = model, alpha, new_alpha
         rows, _ = _source_rows(base_charset, charset)  # student class -> base class (None: new character)
         fold = torch.full((charset.num_classes, base_charset.num_classes), float("-inf"))
         for j, src in enumerate(rows):
@@ -326,9 +333,11 @@ class BaseTeacher:
 
     def loss(self, logits: torch.Tensor, images: torch.Tensor, labels: list[str],
              steps: torch.Tensor) -> tuple[torch.Tensor, int]:
-        """(``alpha`` x the mean per-frame KL over the samples the base could read, how many there were) for the
-        student's ``logits`` [B, T, K] of ``images``; ``steps`` [B]: valid frames per sample."""
-        pick = [i for i, label in enumerate(labels) if self.reads(label)]
+        """(``alpha`` x the mean per-frame KL over the samples the base could read [+ ``new_alpha`` x that over the
+        others, renormalised], how many samples were taught) for the student's ``logits`` [B, T, K] of ``images``;
+        ``steps`` [B]: valid frames per sample."""
+        readable = [self.reads(label) for label in labels]
+        pick = [i for i, label in enumerate(labels) if label and (readable[i] or self.new_alpha > 0)]
         if not pick:
             return logits.new_zeros((), dtype=torch.float32), 0
         idx = torch.tensor(pick, dtype=torch.long, device=images.device)
@@ -337,11 +346,20 @@ class BaseTeacher:
         student = logits.index_select(0, idx.to(logits.device)).float().log_softmax(-1)  # [b, T, K]
         fold = self.fold.to(student.device)
         folded = torch.logsumexp(student.unsqueeze(-1) + fold, dim=-2)  # [b, T, Kb]: log of the folded probs
+        old = torch.tensor([readable[i] for i in pick], device=student.device)  # [b]: the base read the label
+        if not bool(old.all()):  # renormalise over the base's classes where the label has new characters
+            renorm = folded - torch.logsumexp(folded, dim=-1, keepdim=True)
+            folded = torch.where(old[:, None, None], folded, renorm)
         teacher = teacher.to(student.device)
         kl = (teacher.exp() * (teacher - folded)).sum(-1)  # [b, T]
         valid = torch.arange(kl.shape[1], device=kl.device)[None, :] < steps.to(kl.device)[idx.to(kl.device), None]
         per_sample = (kl * valid).sum(1) / valid.sum(1).clamp(min=1)
-        return self.alpha * per_sample.mean(), len(pick)
+        total = per_sample.new_zeros(())
+        if bool(old.any()):
+            total = total + self.alpha * per_sample[old].mean()
+        if not bool(old.all()):
+            total = total + self.new_alpha * per_sample[~old].mean()
+        return total, len(pick)
 
 
 def build_teacher(cfg: Config, ck, base_charset: Charset | None, charset: Charset, device,
@@ -368,9 +386,12 @@ def build_teacher(cfg: Config, ck, base_charset: Charset | None, charset: Charse
         p.requires_grad_(False)
     if cfg.train.channels_last:
         model.to(memory_format=torch.channels_last)
-    teacher = BaseTeacher(model, cs, charset, alpha)
+    teacher = BaseTeacher(model, cs, charset, alpha, cfg.train.distill_new)
     if main:
         log.info("train.distill_base=%g: the starting model (%s, %d classes) teaches every sample whose label it "
                  "could read (KL per frame, upper case folded onto lower case)", alpha, cfg.train.init_weights,
                  cs.num_classes)
+        if cfg.train.distill_new > 0:
+            log.info("train.distill_new=%g: it teaches the samples with new characters too, the trained model's "
+                     "distribution renormalised over its %d classes", cfg.train.distill_new, cs.num_classes)
     return teacher
