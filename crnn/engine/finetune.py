@@ -393,5 +393,5 @@ def build_teacher(cfg: Config, ck, base_charset: Charset | None, charset: Charse
                  cs.num_classes)
         if cfg.train.distill_new > 0:
             log.info("train.distill_new=%g: it teaches the samples with new characters too, the trained model's "
-                     "distribution renormalised over its %d classes", cfg.train.distill_new, cs.num_classes)
+                     "distribution renormalised over the start's %d classes", cfg.train.distill_new, cs.num_classes)
     return teacher
