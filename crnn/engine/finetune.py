@@ -346,8 +346,9 @@ class BaseTeacher:
         student = logits.index_select(0, idx.to(logits.device)).float().log_softmax(-1)  # [b, T, K]
         fold = self.fold.to(student.device)
         folded = torch.logsumexp(student.unsqueeze(-1) + fold, dim=-2)  # [b, T, Kb]: log of the folded probs
-        old = torch.tensor([readable[i] for i in pick], device=student.device)  # [b]: the base read the label
-        if not bool(old.all()):  # renormalise over the base's classes where the label has new characters
+        flags = [readable[i] for i in pick]  # the base read the label (a list: no device sync to branch on)
+        old = torch.tensor(flags, device=student.device)  # [b]
+        if not all(flags):  # renormalise over the base's classes where the label has new characters
             renorm = folded - torch.logsumexp(folded, dim=-1, keepdim=True)
             folded = torch.where(old[:, None, None], folded, renorm)
         teacher = teacher.to(student.device)
@@ -355,9 +356,9 @@ class BaseTeacher:
         valid = torch.arange(kl.shape[1], device=kl.device)[None, :] < steps.to(kl.device)[idx.to(kl.device), None]
         per_sample = (kl * valid).sum(1) / valid.sum(1).clamp(min=1)
         total = per_sample.new_zeros(())
-        if bool(old.any()):
+        if any(flags):
             total = total + self.alpha * per_sample[old].mean()
-        if not bool(old.all()):
+        if not all(flags):
             total = total + self.new_alpha * per_sample[~old].mean()
         return total, len(pick)
 
