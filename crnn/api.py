@@ -333,33 +333,16 @@ def evaluate(data: str | os.PathLike | Sequence[str | os.PathLike], weights: str
     dataset under "datasets" and the pooled counts under "overall" (samples, word_acc, cer, ned_similarity = 1-NED,
     images_per_s, ...). The options are crnn-eval's, with the same defaults. ``report``: also write the HTML report
     there (``crnn-eval --report``; its index.html path is under "report")."""
-    from crnn.cli import evaluate as cli
     from crnn.engine.distributed import cleanup_distributed
+    from crnn.engine.eval_datasets import EvalSettings, evaluate_datasets
 
-    paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
-    if min(batch_size, beam_width) < 1 or min(workers, worst, report_errors) < 0:
-        raise cli.UsageError("--batch-size/--beam-width must be >= 1 and --workers/--worst/--report-errors >= 0")
-    if not paths:
-        raise cli.UsageError("no data given; pass at least one dataset")
-    parser = cli.build_parser()
-    parser.error = _raise_usage_error(cli.UsageError)  # crnn-eval's choices and messages, as exceptions
-    args = parser.parse_args(["--data", "unused", f"--protocol={protocol}", f"--decoder={decoder}", f"--amp={amp}"])
-    vars(args).update(data=[os.fspath(p) for p in paths], weights=None if weights is None else os.fspath(weights),
-                      beam_width=beam_width, batch_size=batch_size, workers=workers, worst=worst, device=device,
-                      json=True, config=None if config is None else os.fspath(config), charset=charset,
-                      report=None if report is None else os.fspath(report), report_errors=report_errors)
+    settings = EvalSettings(protocol=protocol, decoder=decoder, beam_width=beam_width, batch_size=batch_size,
+                            workers=workers, worst=worst, device=device, amp=amp, report_errors=report_errors)
     try:
         with _one_line_errors(ConfigError):
-            return cli.run(args)
+            return evaluate_datasets(data, weights, settings, config=config, charset=charset, report=report)
     finally:
         cleanup_distributed()
-
-
-def _raise_usage_error(error: type[Exception]):
-    """An ``ArgumentParser.error`` replacement that raises ``error(message)`` instead of exiting."""
-    def refuse(message: str) -> None:
-        raise error(message)
-    return refuse
 
 
 # ----------------------------------------------------------------------------- serving

@@ -4,9 +4,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-from dataclasses import dataclass
-from typing import TextIO
+
+from crnn.engine.eval_datasets import DatasetReport, EvalSettings, check_settings, evaluate_datasets
+from crnn.engine.eval_datasets import EvalUsageError as UsageError
+from crnn.engine.eval_datasets import print_table, summarize, write_html  # noqa: F401 (importable from here too)
 
 PROG = "crnn-eval"
 EPILOG = """examples:
@@ -31,19 +32,6 @@ is reported with a warning: its scores ignore those characters.
 label length, image width and aspect ratio, confidence calibration, the most frequent character confusions with
 an example each, characters never read right, and the errors worst first (--report-errors of them, paged).
 """
-
-
-class UsageError(ValueError):
-    """Bad command line input (exit code 2)."""
-
-
-@dataclass
-class DatasetReport:
-    """One dataset's summed result and the wall time it took."""
-
-    path: str
-    result: object  # crnn.engine.evaluate.EvalResult
-    seconds: float
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,140 +65,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _setup_device(name: str):
-    """Resolve the device; under torchrun also start the process group (gloo on CPU, nccl on CUDA)."""
-    import torch
-
-    from crnn.engine.distributed import init_distributed, launched_by_torchrun
-    from crnn.infer import resolve_device
-
-    device = resolve_device(name)
-    if not launched_by_torchrun():
-        return device
-    info = init_distributed(device.type)
-    return torch.device("cuda", info.local_rank) if device.type == "cuda" else device
+def settings_from_args(args: argparse.Namespace) -> EvalSettings:
+    """The evaluation settings of the parsed command line."""
+    return EvalSettings(protocol=args.protocol, decoder=args.decoder, beam_width=args.beam_width,
+                        batch_size=args.batch_size, workers=args.workers, worst=args.worst, device=args.device,
+                        amp=args.amp, report_errors=args.report_errors)
 
 
 def run(args: argparse.Namespace) -> dict:
     """Evaluate on every dataset; return the summary (identical on every rank)."""
-    from crnn.data.loader import build_eval_loader, read_options
-    from crnn.engine.checkpoint import load_checkpoint
-    from crnn.engine.distributed import get_rank, get_world_size
-    from crnn.engine.evaluate import evaluate
-    from crnn.infer import Recognizer, fallback_spec, resolve_weights
-    from crnn.progress import track
-    from crnn.report.collect import SampleRecorder, build_report_loader
-
-    device = _setup_device(args.device)
-    weights = str(resolve_weights(args.weights))
-    ckpt = load_checkpoint(weights)
-    config, charset = fallback_spec(args.config, args.charset)
-    rec = Recognizer.from_checkpoint(ckpt, str(device), args.amp, config=config, charset=charset)
-    model = rec.model
-    d, channels = rec.config.data, rec.config.model.in_channels
-    reports, recorded = [], []
-    for path in args.data:
-        recorder = SampleRecorder() if args.report else None
-        build = build_report_loader if recorder else build_eval_loader
-        loader = build(path, height=d.height, width=d.width, keep_ratio=d.keep_ratio,
-                       max_width=rec.transform.max_width, channels=channels, batch_size=args.batch_size,
-                       num_workers=args.workers, rank=get_rank(), world_size=get_world_size(),
-                       **read_options(d))
-        batches = track(loader, len(loader.sampler), desc=f"{PROG} {path}", unit="img", enabled=get_rank() == 0,
-                        size=lambda b: len(b.labels) + getattr(b, "num_skipped", 0))
-        t0 = time.perf_counter()
-        res = evaluate(model, batches, rec.charset, device, protocol=args.protocol,
-                       decoder=args.decoder, amp=args.amp, keep_errors=args.worst, max_examples=0,
-                       beam_width=args.beam_width, on_batch=recorder)
-        reports.append(DatasetReport(path, res, time.perf_counter() - t0))
-        recorded.append(recorder.gathered() if recorder else None)  # collective under torchrun
-    summary = summarize(reports, weights, ckpt, rec, args, get_world_size(), str(device))
-    if args.report and get_rank() == 0:
-        summary["report"] = str(write_html(args.report, summary, recorded, args.report_errors))
-    return summary
-
-
-def write_html(out: str, summary: dict, recorded: list, max_errors: int):
-    """The HTML report of every dataset in ``summary`` from its recorded samples; returns index.html's path."""
-    from crnn.report.collect import image_reader
-    from crnn.report.render import DatasetInput, readable_names, write_report
-
-    from crnn.metrics import protocol_warning
-
-    names = readable_names([row["path"] for row in summary["datasets"]])  # not this machine's absolute paths
-    inputs = [DatasetInput(name, row, samples, image_reader(row["path"]))
-              for name, row, samples in zip(names, summary["datasets"], recorded)]
-    warned = (protocol_warning(summary["protocol"], row["removed_share"], name)
-              for name, row in zip(names, summary["datasets"]))
-    meta = dict(summary, warnings=[w for w in warned if w])  # the page names the datasets as its headings do
-    try:
-        return write_report(out, inputs, meta, max_errors=max_errors)
-    except OSError as e:
-        raise UsageError(f"{out}: cannot write the report ({e.strerror or e}); pass a writable --report folder") from e
-
-
-def _row(path: str, metrics: dict, samples: int, seconds: float, removed_share: float) -> dict:
-    """One dataset (or the pooled total) as plain data."""
-    return {"path": path, "samples": samples, "word_acc": metrics["word_acc"], "cer": metrics["cer"],
-            "ned_similarity": metrics["ned_similarity"], "ned": metrics["ned_similarity"],  # ned: deprecated
-            "seconds": round(seconds, 3), "images_per_s": samples / max(seconds, 1e-9),
-            "removed_share": removed_share}
-
-
-def summarize(reports: list[DatasetReport], weights: str, ckpt, rec, args, world: int, device: str) -> dict:
-    """The machine-readable summary: per dataset, pooled overall, settings."""
-    import torch
-
-    from crnn.metrics import RecognitionMetrics, cer_first, protocol_warning, resolve_protocol
-
-    protocol = resolve_protocol(args.protocol, rec.charset.chars)
-    datasets = []
-    for r in reports:
-        row = _row(r.path, r.result.metrics, int(r.result.metrics["samples"]), r.seconds, r.result.removed_share)
-        row["undecodable_images"] = r.result.skipped
-        row["worst"] = [{"label": lab, "pred": pred, "distance": dist} for lab, pred, dist in r.result.errors]
-        datasets.append(row)
-    pooled_state = torch.stack([r.result.state for r in reports]).sum(0)  # [5] counts summed over datasets
-    acc = RecognitionMetrics.from_state_tensor(pooled_state, protocol=protocol)
-    pooled = acc.compute()
-    overall = _row("overall", pooled, int(pooled["samples"]), sum(r.seconds for r in reports), acc.removed_share())
-    overall["pooling"] = "counts summed over all datasets (sum of correct / sum of samples)"
-    warnings = [w for w in (protocol_warning(protocol, r["removed_share"], r["path"]) for r in datasets) if w]
-    return {"weights": weights, "variant": rec.config.model.variant, "step": ckpt.step,
-            "num_classes": rec.charset.num_classes, "protocol": protocol, "protocol_requested": args.protocol,
-            "cer_first": cer_first(rec.charset.chars), "warnings": warnings, "decoder": args.decoder,
-            "processes": world, "device": device, "datasets": datasets, "overall": overall}
-
-
-def print_table(s: dict, out: TextIO) -> None:
-    """Human-readable report: settings, one row per dataset, the pooled row, then the worst errors."""
-    from crnn.metrics import describe_protocol, ljust_display
-
-    step = f", step {s['step']}" if s["step"] is not None else ""
-    out.write(f"weights {s['weights']} ({s['variant']}, {s['num_classes'] - 1} chars{step})\n"
-              f"protocol {s['protocol']}, decoder {s['decoder']}, {s['processes']} process(es) on {s['device']}\n")
-    if s["protocol_requested"] == "auto":
-        out.write(f"({describe_protocol('auto', s['protocol'])})\n")
-    out.write("\n")
-    rows = s["datasets"] + [dict(s["overall"], path="overall (pooled: sum over datasets)")]
-    width = max(len(r["path"]) for r in rows)
-    acc_cer = ["word_acc", "cer"][::-1 if s["cer_first"] else 1]
-    heads = {"word_acc": f"{'word_acc':>8}", "cer": f"{'CER':>7}"}
-    out.write(f"{'dataset':<{width}}  {'samples':>8}  {heads[acc_cer[0]]}  {heads[acc_cer[1]]}  {'1-NED':>7}  "
-              f"{'img/s':>8}\n")
-    for r in rows:
-        cells = {"word_acc": f"{r['word_acc']:>8.4f}", "cer": f"{r['cer']:>7.4f}"}
-        out.write(f"{r['path']:<{width}}  {r['samples']:>8d}  {cells[acc_cer[0]]}  {cells[acc_cer[1]]}  "
-                  f"{r['ned_similarity']:>7.4f}  {r['images_per_s']:>8.1f}\n")
-    for w in s["warnings"]:
-        out.write(f"\n{w}\n")
-    for r in s["datasets"]:
-        if r["undecodable_images"]:
-            out.write(f"\n{r['path']}: {r['undecodable_images']} undecodable image(s) were skipped\n")
-        if r["worst"]:
-            out.write(f"\nworst {len(r['worst'])} errors in {r['path']} (label -> prediction, edit distance):\n")
-            for e in r["worst"]:
-                out.write(f"  {ljust_display(repr(e['label']), 28)} -> {e['pred']!r}  ({e['distance']})\n")
+    return evaluate_datasets(args.data, args.weights, settings_from_args(args), config=args.config,
+                             charset=args.charset, report=args.report)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -224,8 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     from crnn.infer import InferenceError
 
     try:
-        if min(args.batch_size, args.beam_width) < 1 or min(args.workers, args.worst, args.report_errors) < 0:
-            raise UsageError("--batch-size/--beam-width must be >= 1 and --workers/--worst/--report-errors >= 0")
+        check_settings(settings_from_args(args))
         summary = run(args)
         if is_main_process():  # decided before the process group is torn down
             print(json.dumps(summary, ensure_ascii=False)) if args.json else print_table(summary, sys.stdout)
