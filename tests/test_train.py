@@ -72,13 +72,17 @@ def test_resume_equals_uninterrupted_run(tmp_path, words_lmdb):
         torch.testing.assert_close(b[k], a[k], rtol=0, atol=1e-6, msg=k)
 
 
-def test_resume_from_weights_only_file_is_refused(tmp_path, words_lmdb):
+def test_resume_from_weights_only_file_is_refused(tmp_path, words_lmdb, capsys):
     from crnn.engine.checkpoint import load_checkpoint, save_checkpoint, weights_only_checkpoint
 
     assert train_main(_overrides(tmp_path, words_lmdb, None, "train.steps=1")) == 0
     w = tmp_path / "w.pt"
     save_checkpoint(weights_only_checkpoint(load_checkpoint(tmp_path / "run/last.pt").raw), w)
+    capsys.readouterr()
     assert train_main(_overrides(tmp_path / "x", words_lmdb, None, "train.steps=1", f"train.resume={w}")) == 1
+    errors = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("crnn-train: error")]
+    assert errors == [f"crnn-train: error: {w} holds weights only; use train.init_weights={w} to start from it"]
+    assert not (tmp_path / "x" / "run" / "last.pt").exists()
     assert train_main(_overrides(tmp_path / "y", words_lmdb, None, "train.steps=1", f"train.init_weights={w}")) == 0
 
 
@@ -216,11 +220,15 @@ def test_ddp_wrapper_is_gone_before_the_process_group_is_destroyed(tmp_path, wor
     assert [(tmp_path / f"alive{r}.txt").read_text() for r in (0, 1)] == ["0", "0"]
 
 
-def test_torchrun_with_dp_is_an_error(tmp_path, words_lmdb, monkeypatch):
+def test_torchrun_with_dp_is_an_error(tmp_path, words_lmdb, monkeypatch, capsys):
+    """Refused by name before any process group is set up (exit 1 alone would also be a missing MASTER_ADDR)."""
     monkeypatch.setenv("RANK", "0")
     monkeypatch.setenv("WORLD_SIZE", "1")
     monkeypatch.setenv("LOCAL_RANK", "0")
     assert train_main(_overrides(tmp_path, words_lmdb, None, "train.parallel=dp")) == 1
+    errors = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("crnn-train: error")]
+    assert errors == ["crnn-train: error: train.parallel=dp cannot run under torchrun: DDP is used there; "
+                      "drop the override"]
 
 
 def test_legacy_local_rank_argument_is_accepted(tmp_path, words_lmdb):
