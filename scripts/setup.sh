@@ -47,7 +47,7 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   echo "[setup] installing crnn and its dependencies into .venv (first time: a few minutes for torch)"
   LOG="$VENV/pip-install.log"
   { "$VENV/bin/python" -m pip install --upgrade pip setuptools wheel &&
-    "$VENV/bin/python" -m pip install -e ".[dev,serve]"; } > "$LOG" 2>&1 ||
+    "$VENV/bin/python" -m pip install -e ".[dev,serve,docs]"; } > "$LOG" 2>&1 ||
     { tail -n 40 "$LOG"; echo "[setup] error: pip install failed (full log: $LOG)"; exit 1; }
   echo "$WANT" > "$STAMP"
 fi

@@ -1,0 +1,145 @@
+"""The documentation site and the README: the site builds strictly, and every command they show is a real one.
+
+`mkdocs build --strict` fails on a broken link or anchor and on a page left out of the navigation (mkdocs.yml,
+``validation``); the command checks below catch an example that names a command, option, config key, script or
+recipe that no longer exists. The Python examples of the reading page run in tests/test_api.py."""
+from __future__ import annotations
+
+import configparser
+import contextlib
+import importlib
+import io
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import fields
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+# the pages a reader sees: the README, the site's pages, and the two files the site includes as they are
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "weights" / "README.md",
+         REPO / "benchmarks" / "README.md"]
+
+
+def _build(config_dir: Path, site: Path) -> subprocess.CompletedProcess:
+    # no -q: mkdocs counts the warnings that --strict turns into a failure only when it logs them
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+                          cwd=config_dir, capture_output=True, text=True, timeout=600,
+                          env={"NO_MKDOCS_2_WARNING": "1", "PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin"})
+
+
+def test_the_site_builds_strictly(tmp_path):
+    out = _build(REPO, tmp_path / "site")
+    assert out.returncode == 0, out.stderr[-3000:]
+    for page in ("index.html", "training/index.html", "models/index.html", "api/index.html"):
+        assert (tmp_path / "site" / page).is_file(), page
+    api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
+    assert "Recognizer" in api and "Reads the text in cropped word or line images" in api  # generated from the docstrings
+    # the pictures: the report page and the Chinese model's learning curve (a link to the weights folder's file)
+    assert (tmp_path / "site" / "eval_report.png").is_file()
+    assert (tmp_path / "site" / "crnn_zh_lines_curve.png").read_bytes() == \
+        (REPO / "weights" / "crnn_zh_lines_curve.png").read_bytes()
+
+
+@pytest.mark.parametrize("damage", ["orphan page", "broken link", "broken anchor"])
+def test_a_broken_link_or_a_page_left_out_of_the_navigation_fails_the_build(tmp_path, damage):
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("crnn", "weights", "benchmarks", "CHANGELOG.md"):
+        (src / name).symlink_to(REPO / name)
+    shutil.copy(REPO / "mkdocs.yml", src)  # a copy: mkdocs finds docs/ beside the real path of its config file
+    shutil.copytree(REPO / "docs", src / "docs", symlinks=True)
+    if damage == "orphan page":
+        (src / "docs" / "orphan.md").write_text("# not in the navigation\n")
+    else:
+        target = "no-such-page.md" if damage == "broken link" else "training.md#no-such-heading"
+        with open(src / "docs" / "index.md", "a", encoding="utf-8") as f:
+            f.write(f"\n[gone]({target})\n")
+    out = _build(src, tmp_path / "site")
+    assert out.returncode != 0
+    assert ("orphan.md" if damage == "orphan page" else "no-such-") in out.stderr
+
+
+# ------------------------------------------------------------------------------------------ commands on the pages
+def _shell_lines(text: str) -> list[str]:
+    """The command lines of a page's ```bash blocks, continuation lines joined, comments dropped."""
+    lines = []
+    for block in re.findall(r"```(?:bash|sh)\n(.*?)```", text, flags=re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split(" #", 1)[0].strip()
+            if line and not line.startswith("#"):
+                lines.append(line)
+    return lines
+
+
+def _words(line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError:  # an unbalanced quote inside a $(...) example: plain splitting is enough for the checks
+        return line.split()
+
+
+@lru_cache(maxsize=None)
+def _console_scripts() -> dict[str, str]:
+    cfg = configparser.ConfigParser()
+    cfg.read(REPO / "setup.cfg")
+    pairs = [ln.split("=", 1) for ln in cfg["options.entry_points"]["console_scripts"].strip().splitlines()]
+    return {name.strip(): target.strip() for name, target in pairs}
+
+
+@lru_cache(maxsize=None)
+def _help(command: str) -> str:
+    """What `command --help` prints, from its main(argv) in this process."""
+    module, func = _console_scripts()[command].split(":")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.suppress(SystemExit):  # argparse exits, or main returns 0
+        getattr(importlib.import_module(module), func)(["--help"])
+    return buf.getvalue()
+
+
+def _config_keys() -> set[str]:
+    from crnn.config import Config
+
+    cfg = Config()
+    return {f"{s.name}.{f.name}" for s in fields(cfg) for f in fields(getattr(cfg, s.name))}
+
+
+def _commands() -> list[tuple[str, str]]:
+    found = []
+    for page in PAGES:
+        for line in _shell_lines(page.read_text(encoding="utf-8")):
+            found.append((page.relative_to(REPO).as_posix(), line))
+    return found
+
+
+def test_the_pages_show_commands():
+    commands = [line for _, line in _commands()]
+    for name in _console_scripts():
+        assert any(line.startswith(name + " ") for line in commands), f"no page shows {name}"
+
+
+@pytest.mark.parametrize("page,line", _commands())
+def test_every_command_names_real_options_keys_scripts_and_recipes(page, line):
+    words = _words(line)
+    keys = _config_keys()
+    for i, word in enumerate(words):
+        if word in _console_scripts():
+            helptext = _help(word)
+            for opt in words[i + 1:]:
+                if opt in ("|", "&&", ";", ">", "2>&1") or opt in _console_scripts():
+                    break
+                flag = opt.split("=", 1)[0]
+                if re.fullmatch(r"--[a-z][a-z0-9-]*", flag):
+                    assert re.search(rf"(^|[\s,\[]){re.escape(flag)}\b", helptext), f"{page}: {word} has no {flag}"
+        # section.key=value overrides (crnn-train, train_ddp.sh, train_slurm.sh, finetune_soup.sh pass them on)
+        m = re.fullmatch(r"(model|data|train)\.([a-z_0-9]+)=.*", word)
+        if m:
+            assert f"{m[1]}.{m[2]}" in keys, f"{page}: no config key {m[1]}.{m[2]}"
+        # the repository's own files: scripts, tools, benchmarks and recipes a command runs or reads
+        for path in re.findall(r"(?:^|[\s=/])((?:scripts|tools|benchmarks|configs)/[\w./-]+\.(?:sh|py|yaml))", word):
+            assert (REPO / path).is_file(), f"{page}: {path} does not exist"
