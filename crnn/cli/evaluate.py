@@ -5,9 +5,9 @@ import argparse
 import json
 import sys
 
-from crnn.engine.eval_datasets import DatasetReport, EvalSettings, check_settings, evaluate_datasets
+from crnn.engine.eval_datasets import EvalSettings, check_settings, evaluate_datasets, print_table
 from crnn.engine.eval_datasets import EvalUsageError as UsageError
-from crnn.engine.eval_datasets import print_table, summarize, write_html  # noqa: F401 (importable from here too)
+from crnn.engine.eval_datasets import DatasetReport, summarize, write_html  # noqa: F401 (importable from here as before)
 
 PROG = "crnn-eval"
 EPILOG = """examples:
