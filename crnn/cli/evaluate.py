@@ -7,7 +7,7 @@ import sys
 
 from crnn.engine.eval_datasets import EvalSettings, check_settings, evaluate_datasets, print_table
 from crnn.engine.eval_datasets import EvalUsageError as UsageError
-from crnn.engine.eval_datasets import DatasetReport, summarize, write_html  # noqa: F401 (importable from here as before)
+from crnn.engine.eval_datasets import DatasetReport, summarize, write_html  # noqa: F401 (still importable here)
 
 PROG = "crnn-eval"
 EPILOG = """examples:
