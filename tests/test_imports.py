@@ -1,5 +1,5 @@
-"""The import graph of the crnn package: no cycles (top-level or deferred into a function), and crnn/foreign layered
-as common <- importers <- detection."""
+"""The import graph of the crnn package: no cycles (top-level or deferred into a function), crnn/foreign layered
+as common <- importers <- detection, and the command lines on top: nothing outside crnn/cli imports crnn.cli."""
 from __future__ import annotations
 
 import ast
@@ -53,6 +53,32 @@ def imported_modules(module: str, path: Path, mods: dict[str, Path]) -> set[str]
 def import_graph(root: Path, package: str) -> dict[str, set[str]]:
     mods = module_files(root, package)
     return {m: imported_modules(m, p, mods) for m, p in mods.items()}
+
+
+def named_imports(path: Path) -> set[str]:
+    """The module names in ``importlib.import_module("...")`` and ``__import__("...")`` calls of a file."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if func in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                found.add(node.args[0].value)
+    return found
+
+
+def cli_importers(root: Path, package: str) -> dict[str, list[str]]:
+    """Modules outside ``package``.cli that import it or a module under it (at the top, in a function, or by name
+    through importlib), each with what it imports: the library must not depend on its command lines."""
+    cli = f"{package}.cli"
+    is_cli = lambda name: name == cli or name.startswith(cli + ".")  # noqa: E731
+    mods = module_files(root, package)
+    found = {}
+    for module, path in mods.items():
+        if not is_cli(module):
+            bad = {m for m in imported_modules(module, path, mods) | named_imports(path) if is_cli(m)}
+            if bad:
+                found[module] = sorted(bad)
+    return found
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str]:
@@ -109,3 +135,27 @@ def test_foreign_is_layered_common_then_importers_then_detection():
     for name in FOREIGN_IMPORTERS:
         above = graph[f"crnn.foreign.{name}"] & {"crnn.foreign", "crnn.foreign.detect"}
         assert not above, f"the {name} importer reaches up to {sorted(above)}"
+
+
+def test_the_cli_check_sees_library_modules_that_import_the_cli(tmp_path):
+    pkg = tmp_path / "pkg"
+    for folder in (pkg, pkg / "cli", pkg / "engine"):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "__init__.py").write_text("")
+    (pkg / "cli" / "tool.py").write_text("from pkg.engine.work import run\nfrom . import other\n")
+    (pkg / "cli" / "other.py").write_text("")
+    (pkg / "engine" / "work.py").write_text("def run():\n    pass\n")
+    assert cli_importers(pkg, "pkg") == {}, "cli -> library is the right way round"
+    (pkg / "engine" / "work.py").write_text("def run():\n    from ..cli import tool\n")  # deferred, relative
+    (pkg / "api.py").write_text("import importlib\nimportlib.import_module('pkg.cli.other')\n")
+    (pkg / "engine" / "__init__.py").write_text("from pkg import cli\n")
+    assert cli_importers(pkg, "pkg") == {"pkg.engine": ["pkg.cli"], "pkg.engine.work": ["pkg.cli.tool"],
+                                         "pkg.api": ["pkg.cli.other"]}
+
+
+def test_nothing_outside_crnn_cli_imports_crnn_cli():
+    """The command lines parse arguments and call the library, never the reverse (issue 45): crnn.evaluate, the
+    service and the CLIs stand side by side on crnn/engine, crnn/infer and the rest."""
+    found = cli_importers(REPO / "crnn", "crnn")
+    assert not found, "library modules that import crnn.cli (move the work they use into the library): " + \
+        "; ".join(f"{m} imports {', '.join(deps)}" for m, deps in sorted(found.items()))
