@@ -13,12 +13,15 @@ prediction never depends on which other images were passed with it (no padding b
 """
 from __future__ import annotations
 
+import glob
 import os
+import re
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import torch
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -36,7 +39,7 @@ from crnn.model import CRNN
 __all__ = ["Recognizer", "Prediction", "InferenceError", "ImageReadError", "AMP_MODES", "IMAGE_EXTENSIONS",
            "resolve_device", "load_image", "width_batches", "split_by_width", "read_at_own_width", "default_weights",
            "fallback_spec", "read_lexicon", "WEIGHTS_BY_NAME", "weights_folder", "resolve_weights", "INFER_MAX_WIDTH",
-           "SqueezeWarning"]
+           "SqueezeWarning", "find_images", "expand_inputs"]
 
 AMP_MODES = ("off", "bf16", "fp16")
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pbm", ".pgm", ".ppm")
@@ -47,6 +50,7 @@ WEIGHTS_BY_NAME = {"en": "crnn_vgg_small.pt", "zh": "crnn_zh_lines.pt"}
 NOT_YET_SHIPPED = {"zh": "it comes with the crnn checkout (git pull), or train one with bash scripts/zh_sitting.sh "
                          "start (README 'Reading Chinese lines') and copy runs/zh/last.pt there"}
 SHIPPED_MODEL = WEIGHTS_BY_NAME["en"]
+_GLOB_MAGIC = re.compile(r"[*?[]")
 
 
 class InferenceError(ValueError):
@@ -167,6 +171,51 @@ def load_image(path: str | os.PathLike) -> Image.Image:
         raise ImageReadError("not an image (unrecognised format)") from None
     except (OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError) as e:
         raise ImageReadError(f"cannot decode image ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+
+
+def _natural_key(path: str) -> list:
+    """Sort key that puts 2.jpg before 10.jpg."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path)]
+
+
+def find_images(folder: str | os.PathLike) -> list[str]:
+    """Image files at or below ``folder`` (common extensions, case-insensitive), naturally sorted."""
+    found = []
+    for root, dirs, files in os.walk(folder, followlinks=True):
+        dirs.sort()
+        found += [os.path.join(root, f) for f in files if f.lower().endswith(IMAGE_EXTENSIONS)]
+    return sorted(found, key=_natural_key)
+
+
+def _expand_one(item: str) -> list[str]:
+    """One path, folder or glob -> file paths (a missing file stays, to be reported per file)."""
+    if os.path.isdir(item):
+        found = find_images(item)
+        if not found:
+            raise InferenceError(f"{item}: no images (.jpg, .png, ...) in this folder or below")
+        return found
+    if os.path.lexists(item) or not _GLOB_MAGIC.search(item):
+        return [item]
+    matches = sorted(glob.glob(item, recursive=True), key=_natural_key)
+    if not matches:
+        raise InferenceError(f"{item}: no files match this pattern")
+    return [f for m in matches for f in (find_images(m) if os.path.isdir(m) else [m])]
+
+
+def expand_inputs(items: Iterable[str], stdin: TextIO | None = None) -> list[str]:
+    """Files, folders (searched recursively), globs and ``-`` (one path per line of ``stdin``) as an ordered list of
+    files, what crnn-predict reads; raises InferenceError for an empty folder, a glob matching nothing, or no paths."""
+    paths: list[str] = []
+    for item in items:
+        if item == "-" and stdin is not None:
+            for line in stdin:
+                if line.strip():
+                    paths += _expand_one(line.rstrip("\r\n"))
+        else:
+            paths += _expand_one(item)
+    if not paths:
+        raise InferenceError("no input images (stdin gave no paths)")
+    return paths
 
 
 def width_batches(widths: Sequence[int], batch_size: int) -> list[list[int]]:

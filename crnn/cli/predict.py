@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
-import re
 import sys
 import warnings
 from collections.abc import Iterable, Iterator
@@ -26,7 +24,6 @@ A keep-ratio model (zh) reads a line at its own width (up to 4096 px after resiz
 a wider line is squeezed to that, with a warning on stderr.
 exit codes: 0 all predicted, 1 some images could not be read, 2 bad arguments / weights / inputs.
 """
-_MAGIC = re.compile(r"[*?[]")
 
 
 class UsageError(ValueError):
@@ -54,52 +51,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="YAML config for a bare state dict that stores none (model + data geometry)")
     p.add_argument("--charset", help="charset for a bare state dict (alnum36, digits, printable94, a file, chars)")
     return p
-
-
-def _natural_key(path: str) -> list:
-    """Sort key that puts 2.jpg before 10.jpg."""
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path)]
-
-
-def find_images(folder: str) -> list[str]:
-    """Image files at or below ``folder`` (common extensions, case-insensitive), naturally sorted."""
-    from crnn.infer import IMAGE_EXTENSIONS
-
-    found = []
-    for root, dirs, files in os.walk(folder, followlinks=True):
-        dirs.sort()
-        found += [os.path.join(root, f) for f in files if f.lower().endswith(IMAGE_EXTENSIONS)]
-    return sorted(found, key=_natural_key)
-
-
-def _expand_one(item: str) -> list[str]:
-    """One command-line or stdin entry -> file paths (a missing file stays, to be reported per file)."""
-    if os.path.isdir(item):
-        found = find_images(item)
-        if not found:
-            raise UsageError(f"{item}: no images (.jpg, .png, ...) in this folder or below")
-        return found
-    if os.path.lexists(item) or not _MAGIC.search(item):
-        return [item]
-    matches = sorted(glob.glob(item, recursive=True), key=_natural_key)
-    if not matches:
-        raise UsageError(f"{item}: no files match this pattern")
-    return [f for m in matches for f in (find_images(m) if os.path.isdir(m) else [m])]
-
-
-def expand_inputs(items: Iterable[str], stdin: TextIO) -> list[str]:
-    """Expand files, folders, globs and ``-`` (one path per stdin line) into an ordered list of files."""
-    paths: list[str] = []
-    for item in items:
-        if item == "-":
-            for line in stdin:
-                if line.strip():
-                    paths += _expand_one(line.rstrip("\r\n"))
-        else:
-            paths += _expand_one(item)
-    if not paths:
-        raise UsageError("no input images (stdin gave no paths)")
-    return paths
 
 
 def load_recognizer(args: argparse.Namespace):
@@ -156,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     from crnn.charset import CharsetError
     from crnn.config import ConfigError
     from crnn.engine.checkpoint import CheckpointError
-    from crnn.infer import InferenceError
+    from crnn.infer import InferenceError, expand_inputs
 
     try:
         if args.batch_size < 1 or args.beam_width < 1:
