@@ -247,26 +247,31 @@ def test_evaluate_returns_crnn_eval_json(words_lmdb, val_lmdb, capsys):
     assert str(e.value) == cli_msg and cli_msg.startswith("argument --protocol: invalid choice: 'nope'")
 
 
-# ----------------------------------------------------------------------------- README
-def _readme_python_blocks() -> list[str]:
-    """The ```python blocks of the README's Python section."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
+# ----------------------------------------------------------------------------- the documentation's examples
+def _docs_python_blocks() -> list[str]:
+    """The ```python blocks of the reading page's Python section (docs/reading.md, "From Python")."""
+    text = (REPO / "docs" / "reading.md").read_text(encoding="utf-8")
+    section = text.split("\n## From Python\n", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"```python\n(.*?)```", section, flags=re.S)
 
 
-def test_readme_python_example_runs_as_written(tmp_path):
-    blocks = _readme_python_blocks()
+def test_readme_python_example_is_the_docs_first_one():
+    readme = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), flags=re.S)
+    assert readme == _docs_python_blocks()[:1]  # run below, with the page's other examples
+
+
+def test_docs_python_example_runs_as_written(tmp_path):
+    blocks = _docs_python_blocks()
     assert len(blocks) == 3 and blocks[0].count("\n") == 3  # the three-line example comes first
     for name in ("configs", "weights"):
         (tmp_path / name).symlink_to(REPO / name)
-    script = tmp_path / "readme_example.py"
+    script = tmp_path / "docs_example.py"
     script.write_text("\n".join(blocks))
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=600,
                          env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()
-    # the README's own comments are the expected output (digits up to its "...": they change with the shipped weights)
+    # the page's own comments are the expected output (digits up to its "...": they change with the shipped weights)
     shown = re.findall(r"#\s+(Reading\(text='\w+', confidence=[0-9.]+?)\.\.\.", "\n".join(blocks))
     assert len(shown) == 2 and shown[0].startswith("Reading(text='immediately'")
     assert lines[0].startswith(shown[0])
