@@ -59,7 +59,7 @@ def _reads(summary: dict) -> tuple[int, int, float]:
 
 def report(eval_json: Path, before: bool = False) -> str:
     """crnn-eval's table for its --json summary, then the demo line; ``before``: only a line for the starting point."""
-    from crnn.cli.evaluate import print_table
+    from crnn.engine.eval_datasets import print_table
 
     summary = json.loads(eval_json.read_text(encoding="utf-8"))
     n, m, pct = _reads(summary)
