@@ -51,7 +51,7 @@ class DataConfig:
     width_step: int = 1
     # keep_ratio (pad=batch), reading only (validation, crnn-eval, crnn-predict, Recognizer, export metadata): resized
     # widths are multiplied by this - more time steps per character than in training (1 = as trained). The Chinese
-    # line model reads at 1.15 (README "Reading Chinese lines"); training lines keep their own widths
+    # line model reads at 1.15 (docs/chinese.md); training lines keep their own widths
     read_width_scale: float = 1.0
     interpolation: str = "bilinear"  # resize filter: bilinear | bicubic
     mean: float = 0.5  # pixels are normalised as (pixel / 255 - mean) / std; 0.5 / 0.5 = [-1, 1]

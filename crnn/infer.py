@@ -46,9 +46,9 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".
 CHUNK = 512  # images loaded and predicted together by predict_paths (bounds memory on huge inputs)
 # The shipped models by name (files in weights/ of the package checkout); "en" is the default everywhere.
 WEIGHTS_BY_NAME = {"en": "crnn_vgg_small.pt", "zh": "crnn_zh_lines.pt"}
-# names whose model this release does not ship yet: what a user can do instead (README "Reading Chinese lines")
+# names whose model this release does not ship yet: what a user can do instead (docs/chinese.md)
 NOT_YET_SHIPPED = {"zh": "it comes with the crnn checkout (git pull), or train one with bash scripts/zh_sitting.sh "
-                         "start (README 'Reading Chinese lines') and copy runs/zh/last.pt there"}
+                         "start (docs/chinese.md, 'Train a Chinese line model') and copy runs/zh/last.pt there"}
 SHIPPED_MODEL = WEIGHTS_BY_NAME["en"]
 _GLOB_MAGIC = re.compile(r"[*?[]")
 

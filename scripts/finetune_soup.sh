@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The fine-tune recipe the README measures for forgetting: configs/finetune.yaml run with two seeds side by side,
+# The fine-tune recipe measured for forgetting in docs/finetune-measured.md: configs/finetune.yaml run with two seeds side by side,
 # their average (a uniform model soup), and that average interpolated with the starting model - the CNN nearer the
-# start than the rest (README "Fine-tune on your own crops"):
+# start than the rest (docs/finetune.md):
 #   bash scripts/finetune_soup.sh OUT [crnn-train overrides ...]
 #   bash scripts/finetune_soup.sh runs/codes model.charset=ALPHABET data.train=crops/ data.val=val/ \
 #       train.init_weights=weights/crnn_vgg_small.pt

@@ -3,7 +3,7 @@
 #   scripts/train_ddp.sh [--nproc N] [--max-restarts R] [--join-timeout S] --config configs/X.yaml [section.key=value ...]
 # N defaults to the number of visible GPUs (2 on a CPU-only machine). Several machines: set NNODES and MASTER_ADDR
 # (any one machine's address, the same on all; MASTER_PORT defaults to 29500, RDZV_ID names the job) and run the same
-# command on every machine (see README, "Clusters"). A failed worker restarts the whole group up to R times (default 3,
+# command on every machine (docs/clusters.md). A failed worker restarts the whole group up to R times (default 3,
 # env MAX_RESTARTS); the restarted group resumes from the newest last.pt (train.resume=auto under torchrun). A group
 # that cannot (re-)form gives up after S seconds (default 300, env JOIN_TIMEOUT), naming the missing machine(s).
 set -euo pipefail
