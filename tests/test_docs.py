@@ -39,7 +39,7 @@ def test_the_site_builds_strictly(tmp_path):
     for page in ("index.html", "training/index.html", "models/index.html", "api/index.html"):
         assert (tmp_path / "site" / page).is_file(), page
     api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
-    assert "Recognizer" in api and "Reads the text in cropped word or line images" in api  # generated from the docstrings
+    assert "Recognizer" in api and "Reads the text in cropped word or line images" in api  # from the docstrings
     # the pictures: the report page and the Chinese model's learning curve (a link to the weights folder's file)
     assert (tmp_path / "site" / "eval_report.png").is_file()
     assert (tmp_path / "site" / "crnn_zh_lines_curve.png").read_bytes() == \

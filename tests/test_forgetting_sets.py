@@ -1,4 +1,4 @@
-"""scripts/forgetting_sets.py and scripts/forgetting_table.py: held-out sets split and warped reproducibly, locked
+"""tools/forgetting_sets.py and tools/forgetting_table.py: held-out sets split and warped reproducibly, locked
 slices kept out until asked for, and the table's paired differences against the base."""
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _script(name: str):
-    """Import scripts/<name>.py as a module (scripts/ is not a package)."""
-    sys.path.insert(0, str(REPO / "scripts"))
-    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    """Import tools/<name>.py as a module (tools/ is not a package)."""
+    sys.path.insert(0, str(REPO / "tools"))
+    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

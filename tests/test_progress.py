@@ -97,7 +97,7 @@ def test_crnn_synth_into_a_log_writes_a_bounded_number_of_plain_lines(tmp_path):
     assert "wrote 1500 images" in text
 
 
-@pytest.mark.parametrize("root", ["crnn", "scripts", "benchmarks"])
+@pytest.mark.parametrize("root", ["crnn", "scripts", "tools", "benchmarks"])
 def test_every_progress_bar_goes_through_crnn_progress(root):
     users = [p.relative_to(REPO).as_posix() for p in sorted((REPO / root).rglob("*.py"))
              if re.search(r"^\s*(from tqdm|import tqdm)", p.read_text(encoding="utf-8"), re.M)]

@@ -46,16 +46,17 @@ def test_module_prints_folders_and_exits_1_when_one_is_absent(tmp_path, monkeypa
 
 
 def test_no_hard_coded_shared_paths():
-    """tests/, benchmarks/ and scripts/ locate the real data only through crnn.shared_data (comments may name it)."""
+    """tests/, benchmarks/, scripts/, tools/ find real data only through crnn.shared_data (comments may name it)."""
     quoted = re.compile(r"/work/shared|[\"']shared[\"'/]|[\"'][^\"'#]*\.\./shared")
-    offenders = [f"{p.relative_to(REPO)}:{i}: {line.strip()}" for folder in ("tests", "benchmarks", "scripts")
+    folders = ("tests", "benchmarks", "scripts", "tools")
+    offenders = [f"{p.relative_to(REPO)}:{i}: {line.strip()}" for folder in folders
                  for p in sorted((REPO / folder).rglob("*")) if p.suffix in (".py", ".sh") and p != Path(__file__)
                  for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if quoted.search(line)]
     assert offenders == []
 
 
 def test_accuracy_table_names_a_missing_data_folder_in_one_line(tmp_path):
-    res = subprocess.run([sys.executable, str(REPO / "scripts" / "accuracy_table.py"), "--data",
+    res = subprocess.run([sys.executable, str(REPO / "tools" / "accuracy_table.py"), "--data",
                           f"svt={tmp_path}/no-shared-data/svt_train", "--cache", str(tmp_path / "c.json")],
                          capture_output=True, text=True, cwd=REPO, timeout=120)
     assert res.returncode == 2 and res.stdout == ""

@@ -1,4 +1,4 @@
-"""scripts/warp_crops.py: the perspective / curve proxy sets keep labels and order, are deterministic, warp for real."""
+"""tools/warp_crops.py: the perspective / curve proxy sets keep labels and order, are deterministic, warp for real."""
 from __future__ import annotations
 
 import subprocess
@@ -12,7 +12,7 @@ from PIL import Image
 from crnn.data.datasets import open_dataset
 
 REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "scripts" / "warp_crops.py"
+SCRIPT = REPO / "tools" / "warp_crops.py"
 
 
 @pytest.fixture()

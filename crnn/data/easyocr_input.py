@@ -15,7 +15,7 @@ in ``Reader.recognize`` (``utils.get_image_list``, ``utils.compute_ratio_and_res
 :func:`cv2_linear_resize` is OpenCV's ``INTER_LINEAR`` for 8-bit images (its vectorised path: rows
 ``S * a0 + S' * a1`` with 11-bit weights, then ``((r0 >> 4) * b0 >> 16) + ((r1 >> 4) * b1 >> 16) + 2 >> 2``);
 measured identical to ``cv2.resize`` of opencv-python-headless 5.0 on 6.9 M pixels of random sizes
-(scripts/easyocr_parity.py checks it again against the installed OpenCV).
+(tools/easyocr_parity.py checks it again against the installed OpenCV).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Real word crops seen from the side or bent onto an arc: a proxy for perspective (SVTP) and curved (CUTE80) text.
 
-    python scripts/warp_crops.py --data "$SHARED/iiit5k_train" --mode perspective --out data/iiit5k_persp.lmdb
-    python scripts/warp_crops.py --data "$SHARED/iiit5k_train" --mode curve --out data/iiit5k_curve.lmdb
+    python tools/warp_crops.py --data "$SHARED/iiit5k_train" --mode perspective --out data/iiit5k_persp.lmdb
+    python tools/warp_crops.py --data "$SHARED/iiit5k_train" --mode curve --out data/iiit5k_curve.lmdb
     crnn-eval --weights W --data data/iiit5k_persp.lmdb --data data/iiit5k_curve.lmdb --protocol alnum-insensitive
 
 The test splits of SVTP and CUTE80 are not here, so this measures the one thing they add to straight crops: the

@@ -1,7 +1,7 @@
 """A crnn checkpoint written back with ``crnn-convert-ckpt CKPT DIR/NAME.pth --to easyocr``, read by EasyOCR's own
 Reader (single pass, float model) and by crnn on the same crops: same text, word accuracy (alnum-insensitive).
 
-    nice -n 5 .venv/bin/python scripts/easyocr_back_check.py CKPT DIR/NAME.pth \
+    nice -n 5 .venv/bin/python tools/easyocr_back_check.py CKPT DIR/NAME.pth \
         [svt_train]
 """
 from __future__ import annotations

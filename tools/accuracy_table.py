@@ -1,6 +1,6 @@
 """Accuracy table of a model next to tesseract 5 on the same images, measured the same way (for the model card).
 
-    python scripts/accuracy_table.py --weights weights/crnn_vgg_small.pt \\
+    python tools/accuracy_table.py --weights weights/crnn_vgg_small.pt \\
         --data synth_val=data/shipped/synth_val.lmdb:500 --data iiit5k_train="$SHARED/iiit5k_train" \\
         --data svt_train="$SHARED/svt_train" --out runs/accuracy.json
     # SHARED=$(python -m crnn.shared_data): the folder of the real crops, $CRNN_SHARED_DATA or else ../shared/data

@@ -1,6 +1,6 @@
 """Build the README's fine-tuning example: crops of codes and prices the shipped model cannot read.
 
-    python scripts/make_codes.py --out data/codes            # train.lmdb (400), val.lmdb (100), heldout.lmdb (200)
+    python tools/make_codes.py --out data/codes            # train.lmdb (400), val.lmdb (100), heldout.lmdb (200)
 
 Text: prices (``$12.99``, ``€4,50``, ``$1,299.00``), invoice and part numbers (``INV-2024/0815``, ``SKU#A7-3321``,
 ``PN:4471-BX``), dates and times (``03/11/2024``, ``24.12.23``, ``12:45``), lot and expiry codes (``LOT:24A117``,

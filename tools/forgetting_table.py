@@ -1,13 +1,13 @@
 """Forgetting table: a base model and fine-tuned ones, scored on the same held-out sets, with paired differences.
 
-    python scripts/forgetting_table.py --sets data/forgetting --weights base=weights/crnn_vgg_small.pt \\
+    python tools/forgetting_table.py --sets data/forgetting --weights base=weights/crnn_vgg_small.pt \\
         --weights recipe=runs/finetune/last.pt --extra codes=data/codes/heldout.lmdb:exact --out runs/forgetting.json
 
 The first ``--weights`` is the base: every other model's cell shows its word accuracy and its difference from the
 base in points, and the JSON keeps how many crops each lost and gained against it (paired: same images, so a loss of
 3 points on 128 crops is 4 crops net, however the rest moved). Each model reads as ``crnn-eval`` reads it (its own
 stored geometry); ``NAME=PATH@keep`` reads it at its own width instead (keep-ratio), as a reference.
-``--sets``: a folder from ``scripts/forgetting_sets.py`` (its sets.json); sets marked locked are skipped unless
+``--sets``: a folder from ``tools/forgetting_sets.py`` (its sets.json); sets marked locked are skipped unless
 ``--unlock`` (score them once the choice is committed). ``--extra NAME=PATH[:PROTOCOL]`` adds any LMDB / gt.txt folder
 (protocol alnum-insensitive unless given, e.g. ``:exact`` for the new kind of text). Greedy decoding. Predictions are
 cached per model file and set in ``--cache`` (a model that changes on disk is read again).
@@ -44,7 +44,7 @@ def load_sets(folder: str | None, unlock: bool, extras: list[str]) -> list[dict]
     if folder:
         manifest = Path(folder) / "sets.json"
         if not manifest.is_file():
-            raise SystemExit(f"forgetting_table: {manifest} not found; make the sets with scripts/forgetting_sets.py")
+            raise SystemExit(f"forgetting_table: {manifest} not found; make the sets with tools/forgetting_sets.py")
         for s in json.loads(manifest.read_text())["sets"]:
             if s["locked"] and not unlock:
                 continue
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--weights", action="append", required=True, metavar="NAME=PATH",
                    help="a model; the first is the base (PATH@keep: read keep-ratio)")
-    p.add_argument("--sets", help="folder made by scripts/forgetting_sets.py")
+    p.add_argument("--sets", help="folder made by tools/forgetting_sets.py")
     p.add_argument("--extra", action="append", default=[], metavar="NAME=PATH[:PROTOCOL]")
     p.add_argument("--unlock", action="store_true", help="also score the locked sets")
     p.add_argument("--cache", default="runs/forgetting_cache.json")

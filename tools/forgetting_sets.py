@@ -1,7 +1,7 @@
 """Held-out real-crop sets that measure what fine-tuning makes a model forget (README "Fine-tune on your own crops").
 
-    python scripts/forgetting_sets.py --out data/forgetting      # real crops from $(python -m crnn.shared_data)
-    python scripts/forgetting_table.py --sets data/forgetting --weights base=weights/crnn_vgg_small.pt \\
+    python tools/forgetting_sets.py --out data/forgetting      # real crops from $(python -m crnn.shared_data)
+    python tools/forgetting_table.py --sets data/forgetting --weights base=weights/crnn_vgg_small.pt \\
         --weights tuned=runs/finetune/last.pt
 
 From the two real training splits (``--data``: a folder holding ``svt_train/`` and ``iiit5k_train/``, each with a
@@ -11,7 +11,7 @@ model trained on its crops, whether it is locked):
 * ``svt_dev`` / ``svt_lock``: Street View crops split in two by a seeded shuffle (``--seed``). The shipped model never
   trained on any of them. ``svt_lock`` is the slice decided up front never to look at while choosing a recipe: it is
   scored only once a choice is committed, and then reported as it comes out.
-* ``<set>_perspective`` / ``<set>_curve``: the same crops warped by ``scripts/warp_crops.py`` (one end farther away, or
+* ``<set>_perspective`` / ``<set>_curve``: the same crops warped by ``tools/warp_crops.py`` (one end farther away, or
   the baseline bent onto an arc) with ``--seed``, a geometry no recipe was tuned on; one per svt half and for iiit5k.
   ``--draws N`` (default 3) warps every crop N times (seeds ``--seed``, ``--seed`` + 1, ...; draw 0 is the set one
   draw makes): one draw of a 129-crop set moved a model's difference from the base by up to 5 points from seed to
@@ -32,7 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+sys.path.insert(0, str(REPO / "tools"))
 
 from crnn.data.datasets import DatasetError, open_dataset  # noqa: E402
 from crnn.data.lmdb_io import write_lmdb  # noqa: E402
