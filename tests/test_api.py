@@ -203,7 +203,7 @@ def test_load_config_errors_are_crnn_train_messages(tmp_path, capsys):
     assert cfg.train.steps == 3 and cfg.data.batch_size == 16
 
 
-def test_train_smoke_writes_last_pt_and_returns_the_summary(tmp_path, words_lmdb, val_lmdb):
+def test_train_smoke_writes_last_pt_and_returns_the_summary(tmp_path, words_lmdb, val_lmdb, capsys):
     out = tmp_path / "run"
     cfg = crnn.load_config(REPO / "configs/smoke.yaml",
                            [f"data.train=[{{path: {words_lmdb}}}]", f"data.val=[{val_lmdb}]",
@@ -221,7 +221,12 @@ def test_train_smoke_writes_last_pt_and_returns_the_summary(tmp_path, words_lmdb
     assert run.best_word_acc == m["word_acc"]  # the trainer's final validation of the same weights
     report = crnn.evaluate(val_lmdb, weights=run.last, protocol=cfg.train.protocol, device="cpu", workers=0)
     assert {k: report["datasets"][0][k] for k in m} == m
-    assert crnn.Recognizer.from_checkpoint(run.last, device="cpu").read(SAMPLES[0]).text is not None
+    rec = crnn.Recognizer.from_checkpoint(run.last, device="cpu")
+    got = rec.read(SAMPLES[0])
+    capsys.readouterr()
+    assert predict_main(["--weights", str(run.last), "--device", "cpu", "--format", "json", str(SAMPLES[0])]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert rec.weights == run.last and (got.text, got.confidence) == (cli["text"], cli["confidence"])
 
 
 def test_evaluate_returns_crnn_eval_json(words_lmdb, val_lmdb, capsys):

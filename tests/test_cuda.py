@@ -33,6 +33,9 @@ from tests.conftest import REPO, render_png
 HAS_CUDA = torch.cuda.is_available()
 cuda = pytest.mark.cuda
 needs_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
+N_GPU = torch.cuda.device_count() if HAS_CUDA else 0
+needs_two_gpus = pytest.mark.skipif(N_GPU < 2, reason=f"needs two CUDA GPUs (torch sees {N_GPU}); the lent GPU "
+                                                      "machines have one, so this runs only on a multi-GPU host")
 CHARSET = "alnum36"
 TINY = ["data.batch_size=8", "data.num_workers=0", "train.log_every=1", "train.warmup_steps=0",
         "train.tensorboard=false", "train.show_predictions=0", "train.val_every=0", "data.val=[]"]
@@ -285,35 +288,63 @@ def test_ctc_with_labels_longer_than_cudnn_takes_matches_the_cpu():
 # ----------------------------------------------------------------------------- DataParallel
 @cuda
 @needs_cuda
-def test_dataparallel_keeps_batch_first_output():
-    """An odd batch of 65 comes back [65, T, K] equal to the bare model's; with one GPU the gather along dim 0 that
-    DataParallel does is reproduced from two halves (the time-major [65, 32, K] -> [130, 16, K] bug would show)."""
+def test_dataparallel_gather_of_batch_first_halves_is_the_whole_batch():
+    """An odd batch of 65 comes back [65, T, K] equal to the bare model's when two halves are gathered along dim 0 as
+    DataParallel gathers them (the time-major [65, 32, K] -> [130, 16, K] bug would show); one GPU is enough."""
     from crnn.model import build_model
     from torch.nn.parallel import gather
 
     torch.manual_seed(0)
     model = build_model("vgg_small", 1, 37).cuda().eval()
     x = torch.randn(65, 1, 32, 100, device="cuda")
-    n = torch.cuda.device_count()
     with torch.no_grad():
         ref = model(x)  # (B, T, K)
-        if n >= 2:
-            out = nn.DataParallel(model, device_ids=list(range(n)))(x)
-        else:
-            out = gather([model(x[:33]), model(x[33:])], target_device=0, dim=0)
+        out = gather([model(x[:33]), model(x[33:])], target_device=0, dim=0)
     assert ref.shape == (65, model.output_length(100), 37)
     assert out.shape == ref.shape
     torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
 
 
 @cuda
-@needs_cuda
-def test_train_parallel_dp_on_cuda_writes_plain_checkpoints(tmp_path, words_lmdb):
+@needs_two_gpus
+def test_dataparallel_across_two_gpus_keeps_batch_first_output():
+    """nn.DataParallel over every visible GPU: each replica gets a slice of the 65 samples and the output equals the
+    bare model's [65, T, K]."""
+    from crnn.model import build_model
+
+    torch.manual_seed(0)
+    model = build_model("vgg_small", 1, 37).cuda().eval()
+    x = torch.randn(65, 1, 32, 100, device="cuda")
+    dp = nn.DataParallel(model, device_ids=list(range(N_GPU)))
+    seen = []
+    hook = model.register_forward_hook(lambda m, i, o: seen.append((i[0].device, i[0].shape[0])))
+    with torch.no_grad():
+        ref = model(x)  # (B, T, K)
+        seen.clear()
+        out = dp(x)
+    hook.remove()
+    assert len({d for d, _ in seen}) == N_GPU and sum(b for _, b in seen) == 65, seen  # really split across GPUs
+    assert out.shape == ref.shape == (65, model.output_length(100), 37)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+
+
+@cuda
+@needs_two_gpus
+def test_train_parallel_dp_on_cuda_writes_plain_checkpoints(tmp_path, words_lmdb, caplog, monkeypatch):
+    """train.parallel=dp on two or more GPUs: the model really is wrapped (with one GPU the runtime falls back to a
+    single device and "no module. keys" would hold trivially), and the checkpoint still has plain keys."""
     from crnn.cli.train import main as train_main
 
+    calls = []
+    forward = nn.DataParallel.forward
+    monkeypatch.setattr(nn.DataParallel, "forward", lambda self, *a, **k: calls.append(self.device_ids)
+                        or forward(self, *a, **k))
+    caplog.set_level("INFO", logger="crnn")
     out = tmp_path / "run"
     assert train_main(train_cli(out, words_lmdb, "train.steps=2", "train.parallel=dp", "train.device=cuda",
                                 "train.amp=off")) == 0
+    assert "mode: dp on cuda:0" in caplog.text and "needs at least 2 GPUs" not in caplog.text
+    assert calls and all(ids == list(range(N_GPU)) for ids in calls), calls
     ck = torch.load(out / "last.pt", map_location="cpu", weights_only=True)
     assert ck["step"] == 2 and not any(k.startswith("module.") for k in ck["model"])
 
@@ -329,7 +360,8 @@ def _train_ddp(out: Path, train_lmdb: Path, *extra: str) -> list[str]:
 @needs_cuda
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_ddp_nccl_syncbn_single_process_trains(tmp_path, words_lmdb):
+def test_ddp_nccl_single_process_converts_to_syncbn_and_trains(tmp_path, words_lmdb):
+    """A conversion check: at world size 1 SyncBatchNorm has nobody to sync with (the two-GPU test below does)."""
     out = tmp_path / "run"
     res = subprocess.run(_train_ddp(out, words_lmdb, "train.steps=4"), capture_output=True, text=True,
                          timeout=280, env=PY_ENV, cwd=REPO)
@@ -368,6 +400,106 @@ def test_ddp_nccl_ctrl_c_then_resume_continues_at_the_same_step(tmp_path, words_
     assert res.returncode == 0, log[-3000:]
     assert RESUMED.findall(log) == [str(stopped)], log[-3000:]
     assert _step_of(out / "last.pt") == stopped + 3
+
+
+SYNC_BN_SCRIPT = """
+import copy, json, sys
+import torch
+from crnn.engine import distributed as D
+from crnn.model import build_model
+
+torch.backends.cudnn.allow_tf32 = False
+info = D.init_distributed(sys.argv[2], "auto")
+dev = torch.device(sys.argv[2], info.local_rank) if sys.argv[2] == "cuda" else torch.device("cpu")
+torch.manual_seed(0)
+bare = build_model("vgg_small", 1, 37)
+whole, alone = copy.deepcopy(bare).to(dev).train(), copy.deepcopy(bare).to(dev).train()
+if sys.argv[3] == "sync":
+    bare = D.convert_sync_bn(bare)
+model = D.wrap_ddp(bare.to(dev), dev, False).train()
+g = torch.Generator().manual_seed(1)
+x = torch.cat([torch.randn(4, 1, 32, 100, generator=g), torch.randn(4, 1, 32, 100, generator=g) + 3])  # halves differ
+mine = x[4 * info.rank:4 * info.rank + 4].to(dev)
+model(mine)
+whole(x.to(dev))  # plain BatchNorm over the whole batch: what SyncBatchNorm over the ranks must give
+alone(mine)  # plain BatchNorm over this rank's half: what it gives when nothing is synced
+first = lambda m: next(b for b in m.modules() if isinstance(b, torch.nn.modules.batchnorm._BatchNorm))
+stats = lambda b: torch.cat([b.running_mean, b.running_var]).cpu()
+ours = stats(first(bare))
+result = {"rank": info.rank, "layer": type(first(bare)).__name__,
+          "vs_whole": float((ours - stats(first(whole))).abs().max()),
+          "vs_alone": float((ours - stats(first(alone))).abs().max()), "scale": float(stats(first(whole)).abs().max())}
+with open(sys.argv[1] + f".{info.rank}", "w") as f:
+    json.dump(result, f)
+D.cleanup_distributed()
+"""
+
+
+def sync_bn_stats(tmp_path: Path, device: str, mode: str) -> list[dict]:
+    """Run SYNC_BN_SCRIPT on two ranks (torchrun): one train-mode forward of an 8-image batch split 4/4, and each
+    rank's first-BN running statistics compared with plain BatchNorm over the whole batch and over its own half.
+    ``mode`` "plain" keeps BatchNorm (the only form gloo on the CPU runs): each rank then matches its own half and is
+    far from the whole batch, which is how the check was seen to tell synced from not without two GPUs (issue 47).
+    Not a CPU test of its own: two torchrun ranks take ~10 s here."""
+    import json
+
+    script, out = tmp_path / "sync_bn.py", tmp_path / "stats.json"
+    script.write_text(SYNC_BN_SCRIPT)
+    res = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                          str(script), str(out), device, mode], capture_output=True, text=True, timeout=240,
+                         env=PY_ENV, cwd=REPO)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    return [json.loads(Path(f"{out}.{r}").read_text(encoding="utf-8")) for r in (0, 1)]
+
+
+@cuda
+@needs_two_gpus
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_ddp_nccl_syncbn_across_two_gpus_uses_the_whole_batch_statistics(tmp_path):
+    """SyncBatchNorm across two ranks on NCCL: each rank's running statistics are those of the whole 8-image batch,
+    not of its own 4 (the two halves differ by +3, so a rank that did not sync is far off)."""
+    for r in sync_bn_stats(tmp_path, "cuda", "sync"):
+        assert r["layer"] == "SyncBatchNorm", r
+        assert r["vs_whole"] <= 1e-4 * r["scale"] and r["vs_alone"] > 1e-2 * r["scale"], r
+
+
+# ----------------------------------------------------------------------------- model parallel
+@cuda
+@needs_cuda
+@pytest.mark.parametrize("cnn,seq", [("cuda", "cpu"), ("cpu", "cuda")])
+def test_model_parallel_across_cuda_and_cpu_matches_one_device(cnn, seq):
+    """place(): the features really hop between devices, forward and backward, with the one-device results."""
+    from crnn.model import build_model
+
+    torch.manual_seed(0)
+    model = build_model("vgg_small", 1, 37).train()
+    x = torch.randn(4, 1, 32, 100)
+    ref = model(x)  # (B, T, K) on the CPU
+    ref.square().mean().backward()
+    ref_grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+    model.place(cnn, seq)
+    assert next(model.cnn.parameters()).device.type == cnn and model.head.weight.device.type == seq
+    out = model(x.to(cnn))
+    assert out.device.type == seq
+    out.square().mean().backward()
+    torch.testing.assert_close(out.cpu(), ref.detach(), rtol=1e-3, atol=1e-4)
+    assert rel_diff({n: p.grad.cpu() for n, p in model.named_parameters()}, ref_grads) < 1e-3
+
+
+@cuda
+@needs_cuda
+def test_train_model_parallel_cnn_on_cuda_sequence_on_cpu(tmp_path, words_lmdb, caplog):
+    from crnn.cli.train import main as train_main
+
+    caplog.set_level("INFO", logger="crnn")
+    out = tmp_path / "run"
+    assert train_main(train_cli(out, words_lmdb, "train.steps=2", "train.model_parallel=[cuda,cpu]",
+                                "train.amp=off")) == 0
+    assert "model parallel: CNN on cuda, sequence model on cpu" in caplog.text
+    ck = torch.load(out / "last.pt", map_location="cpu", weights_only=True)
+    assert ck["step"] == 2 and not any(k.startswith("module.") for k in ck["model"])
 
 
 # ----------------------------------------------------------------------------- checkpoints across devices

@@ -275,11 +275,17 @@ def test_prediction_benchmark_compares_with_easyocr_on_the_same_crops(tmp_path, 
 
 
 # ---------------------------------------------------------------------------------------------- the way back
-def test_to_easyocr_round_trip_and_easyocr_loads_it(g2_file, g2_converted, g2_net, tmp_path):
+def to_easyocr(converted: Path, folder: Path) -> tuple[str, Path, str]:
+    """crnn-convert-ckpt CONVERTED folder/NAME.pth --to easyocr -> (NAME, the .pth, stdout)."""
     name = f"crnn_rt_{uuid.uuid4().hex[:8]}"  # EasyOCR imports NAME.py as a module: a fresh name per run
-    out = tmp_path / f"{name}.pth"
-    rc, stdout, err = convert([str(g2_converted), str(out), "--to", "easyocr"])
+    out = folder / f"{name}.pth"
+    rc, stdout, err = convert([str(converted), str(out), "--to", "easyocr"])
     assert rc == 0, err
+    return name, out, stdout
+
+
+def test_to_easyocr_round_trip(g2_file, g2_converted, tmp_path):
+    name, out, stdout = to_easyocr(g2_converted, tmp_path)
     assert f"recog_network={name!r}" in stdout
     original, written = torch.load(g2_file, weights_only=True), torch.load(out, weights_only=True)
     assert list(written) == list(original)
@@ -288,10 +294,13 @@ def test_to_easyocr_round_trip_and_easyocr_loads_it(g2_file, g2_converted, g2_ne
     assert config["character_list"] == EN and config["imgH"] == 64 and config["lang_list"] == ["en"]
     assert config["network_params"] == {"input_channel": 1, "output_channel": 256, "hidden_size": HIDDEN}
     assert "easyocr.model.vgg_model import Model" in out.with_suffix(".py").read_text(encoding="utf-8")
-    if not HAS_EASYOCR:
-        return
+
+
+@needs_easyocr
+def test_to_easyocr_output_is_what_easyocrs_reader_loads_and_runs(g2_converted, tmp_path):
     import easyocr
 
+    name, _, _ = to_easyocr(g2_converted, tmp_path)
     reader = easyocr.Reader(["en"], gpu=False, detector=False, quantize=False, verbose=False, download_enabled=False,
                             recog_network=name, user_network_directory=str(tmp_path),
                             model_storage_directory=str(tmp_path))

@@ -72,7 +72,8 @@ def test_highest_share_over_ranks_names_the_starved_rank(monkeypatch):
         "the step waited for data 63 % of the time (steps 1-5): data.num_workers=4 already matches the 4 CPU cores")
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
 def test_clock_waits_for_queued_cuda_work(monkeypatch):
     calls = []
     monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: calls.append(device))

@@ -52,7 +52,8 @@ def test_collate_without_charset_and_all_skipped():
     assert len(empty) == 0 and empty.num_skipped == 2 and empty.images.shape == (0, 1, 8, 12)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="pinning needs CUDA")
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="pinning needs a CUDA GPU (torch.cuda.is_available() is False)")
 def test_batch_pin_memory():
     batch = Collate(ALNUM)([(torch.zeros(1, 8, 12), "a")]).pin_memory()
     assert batch.images.is_pinned() and batch.targets.is_pinned()

@@ -51,13 +51,6 @@ def test_dataparallel_contract_split_concat(variant):
     torch.testing.assert_close(halves, full, rtol=1e-4, atol=1e-5)
 
 
-def test_dataparallel_wrapper_on_cpu_gives_same_output():
-    model = build_model("vgg_small", 1, 7).eval()
-    x = torch.randn(4, 1, 32, 64)
-    with torch.no_grad():
-        torch.testing.assert_close(torch.nn.DataParallel(model)(x), model(x))
-
-
 def test_batch_norm_free_variant_has_no_bn():
     model = build_model("vgg_small", 1, 7, batch_norm=False)
     assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in model.modules())
@@ -71,10 +64,18 @@ def test_unknown_variant_and_channels():
         build_model("vgg", 2, 5)
 
 
-def test_model_parallel_place_on_cpu():
+def test_model_parallel_place_hops_the_sequence_to_the_second_device():
+    """place(a, b) puts the CNN on a and the rest on b, and forward() moves the features across. Off CUDA the second
+    device is "meta" (shapes only): a cpu/cpu placement would make the hop a no-op that nothing can see.
+    tests/test_cuda.py runs the same with real tensors on cuda and cpu."""
     model = build_model("vgg_small", 1, 7).eval()
     x = torch.randn(2, 1, 32, 48)
     with torch.no_grad():
         ref = model(x)
         model.place("cpu", "cpu")
         torch.testing.assert_close(model(x), ref)
+        model.place("cpu", "meta")
+        assert {p.device.type for p in model.cnn.parameters()} == {"cpu"}
+        assert {p.device.type for m in (model.rnn1, model.rnn2, model.head) for p in m.parameters()} == {"meta"}
+        y = model(x)  # (B, T, K) on the sequence model's device
+    assert y.device.type == "meta" and y.shape == ref.shape
