@@ -285,8 +285,15 @@ def test_init_weights_from_wrapped_state_dicts(tmp_path, words_lmdb, wrapper):
             torch.testing.assert_close(out[k], v, rtol=0, atol=0, msg=k)
 
 
-def test_model_parallel_on_cpu_pair(tmp_path, words_lmdb, capfd):
+def test_model_parallel_on_cpu_pair(tmp_path, words_lmdb, capfd, monkeypatch):
+    """The trainer places the two parts where train.model_parallel says (a cpu pair: the hop itself is held by
+    test_model.py on cpu/meta and test_cuda.py on cuda/cpu)."""
+    from crnn.model import CRNN
+
+    placed, place = [], CRNN.place
+    monkeypatch.setattr(CRNN, "place", lambda self, a, b: placed.append((str(a), str(b))) or place(self, a, b))
     assert train_main(_overrides(tmp_path, words_lmdb, None, "train.steps=2", "train.model_parallel=[cpu,cpu]")) == 0
+    assert placed == [("cpu", "cpu")]
     assert "model parallel: CNN on cpu, sequence model on cpu" in capfd.readouterr().err
     assert not any(k.startswith("module.") for k in _model_state(tmp_path / "run" / "last.pt"))
 
