@@ -53,6 +53,7 @@ def test_check_only_writes_nothing(tmp_path, capsys):
 def test_strict_and_all_bad_write_nothing(tmp_path, capsys):
     root = _folder(tmp_path / "f", MIXED)
     assert main(["--images", str(root), "--out", str(tmp_path / "s"), "--strict", "--quiet"]) == 1
+    assert f"{root / 'gt.txt'}:2: expected 'relative/path<TAB>label' but found no tab" in capsys.readouterr().err
     bad = _folder(tmp_path / "b", ["IMG/bad.jpg\tx"])
     assert main(["--images", str(bad), "--out", str(tmp_path / "n"), "--quiet"]) == 1
     assert "no valid samples" in capsys.readouterr().err

@@ -113,15 +113,6 @@ def test_text_report_on_real_crops(weights, tmp_path, capsys):
     assert f"worst 2 errors in {tmp_path}" in out
 
 
-@pytest.mark.slow
-def test_whole_iiit5k_train_folder_json(weights, capsys):
-    if IIIT5K is None:
-        pytest.skip("the shared iiit5k_train crops are not available")
-    s = run_json(["--weights", str(weights), "--data", str(IIIT5K), "--batch-size", "128"], capsys)
-    assert s["datasets"][0]["samples"] == s["overall"]["samples"] == 2000
-    assert 0.0 <= s["overall"]["word_acc"] <= 1.0
-
-
 def test_undecodable_images_are_counted_and_reported(weights, images, tmp_path, capsys):
     path = tmp_path / "mixed.lmdb"
     write_lmdb([(images[0], "a"), (b"not an image", "b"), (images[1], "c")], path)

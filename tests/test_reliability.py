@@ -613,36 +613,6 @@ def test_resume_with_another_optimizer(tmp_path, words_lmdb, capsys):
     assert "train.optimizer=adam" in line and f"train.init_weights={out / 'last.pt'}" in line
 
 
-def test_predict_reports_non_image_files(tmp_path, capsys):
-    from crnn.cli.predict import main as predict_main
-
-    w = _weights(tmp_path / "w.pt")
-    good, text, missing = tmp_path / "good.png", tmp_path / "notes.png", tmp_path / "gone.png"
-    good.write_bytes(render_png("ab"))
-    text.write_text("not an image")
-    assert predict_main(["--weights", str(w), "--device", "cpu", str(good), str(text), str(missing)]) == 1
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    assert [ln.split("\t")[0] for ln in out.splitlines()] == [str(good), str(text), str(missing)]
-    errors = [ln for ln in err.splitlines() if ln.startswith("crnn-predict: error")]
-    assert len(errors) == 2 and str(text) in errors[0] and str(missing) in errors[1]
-
-
-def test_create_lmdb_bad_gt_lines_strict_writes_nothing(tmp_path, capsys):
-    from crnn.cli.create_lmdb import main as create_main
-
-    (tmp_path / "a.png").write_bytes(render_png("ab"))
-    (tmp_path / "gt.txt").write_text("a.png\tab\na.png no tab\nmissing.png\tcd\n")
-    out = tmp_path / "out.lmdb"
-    assert create_main(["--images", str(tmp_path), "--out", str(out), "--strict", "--quiet"]) == 1
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    gt = tmp_path / "gt.txt"
-    assert f"{gt}:2: expected 'relative/path<TAB>label' but found no tab" in err
-    assert f"{gt}:3: cannot read image 'missing.png'" in err
-    assert not out.exists() and not list(tmp_path.glob("out.lmdb*"))
-
-
 # ------------------------------------------------------------------------------------------- loader workers at exit
 EXIT_WITH_HELD_ERROR = """
 import sys
