@@ -143,3 +143,11 @@ def test_every_command_names_real_options_keys_scripts_and_recipes(page, line):
         # the repository's own files: scripts, tools, benchmarks and recipes a command runs or reads
         for path in re.findall(r"(?:^|[\s=/])((?:scripts|tools|benchmarks|configs)/[\w./-]+\.(?:sh|py|yaml))", word):
             assert (REPO / path).is_file(), f"{page}: {path} does not exist"
+
+
+@pytest.mark.parametrize("page", [p.relative_to(REPO).as_posix() for p in PAGES])
+def test_every_python_example_compiles(page):
+    """The ```python blocks parse (the reading page's run in tests/test_api.py; the rest need peers' files)."""
+    for i, block in enumerate(re.findall(r"```python\n(.*?)```", (REPO / page).read_text(encoding="utf-8"), re.S)):
+        compile(block, f"{page} python block {i + 1}", "exec")
+
