@@ -3,11 +3,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import ipaddress
 import logging
 import os
 import re
-import socket
 import sys
 
 PROG = "crnn-serve"
@@ -92,15 +90,6 @@ def options_from_args(args: argparse.Namespace):
                         timeout_s=args.timeout, limits=limits, access_log=args.access_log)
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
-    try:
-        return all(ipaddress.ip_address(info[4][0]).is_loopback
-                   for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM))
-    except (OSError, ValueError):
-        return False
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of crnn-serve."""
     missing = [m for m in SERVE_EXTRA if importlib.util.find_spec(m) is None]
@@ -117,9 +106,6 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.basicConfig(level=logging.INFO, format=f"{PROG}: %(message)s", stream=sys.stderr)
     opts = options_from_args(args)
-    if not opts.token and not is_loopback(opts.host):
-        print(f"{PROG}: warning: listening on {opts.host} without a token: anyone who reaches this port can use "
-              f"it (set $CRNN_SERVE_TOKEN)", file=sys.stderr)
     try:
         return run(opts)
     except (ServeError, CheckpointError, InferenceError, ConfigError, CharsetError) as e:

@@ -7,6 +7,7 @@ after a graceful shutdown, which would end the process with -15, is left out.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import signal
 import socket
@@ -78,8 +79,20 @@ class _Server(uvicorn.Server):
             log.info("listening on %s (the page: /, API docs: /docs, metrics: /metrics)", self.url)
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    try:
+        return all(ipaddress.ip_address(info[4][0]).is_loopback
+                   for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM))
+    except (OSError, ValueError):
+        return False
+
+
 def run(opts: ServeOptions) -> int:
     """Serve until SIGTERM (-> 0) or Ctrl-C (-> 130). Raises ServeError and the loading errors before serving."""
+    if not opts.token and not is_loopback(opts.host):  # crnn-serve and crnn.serve() alike
+        log.warning("warning: listening on %s without a token: anyone who reaches this port can use it (set "
+                    "$CRNN_SERVE_TOKEN)", opts.host)
     opts.check()
     sock = bind(opts.host, opts.port)  # before the models load: a port in use is said at once
     try:
