@@ -151,3 +151,38 @@ def test_every_python_example_compiles(page):
     for i, block in enumerate(re.findall(r"```python\n(.*?)```", (REPO / page).read_text(encoding="utf-8"), re.S)):
         compile(block, f"{page} python block {i + 1}", "exec")
 
+
+
+def _runnable_reads() -> list[tuple[str, str, str]]:
+    """crnn-predict lines of the pages whose every input ships in the repository: (page, command, comment)."""
+    found = []
+    for page in PAGES:
+        for block in re.findall(r"```bash\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S):
+            for line in block.splitlines():
+                command, _, comment = line.partition(" #")
+                words = _words(command)
+                if words[:1] != ["crnn-predict"] or any(c in command for c in "|>"):
+                    continue
+                args = [w for i, w in enumerate(words[1:], 1)
+                        if not w.startswith("-") and not (words[i - 1].startswith("--") and "=" not in words[i - 1])]
+                weights = words[words.index("--weights") + 1] if "--weights" in words else "en"
+                if args and all((REPO / a).is_file() for a in args) and (weights in ("en", "zh")):
+                    found.append((page.relative_to(REPO).as_posix(), command.strip(), comment.strip()))
+    return found
+
+
+@pytest.mark.parametrize("page,command,comment", _runnable_reads())
+def test_reading_commands_on_the_pages_run_as_written(page, command, comment, monkeypatch, capsys):
+    from crnn.cli.predict import main
+
+    monkeypatch.chdir(REPO)
+    assert main(_words(command)[1:]) == 0, f"{page}: {command}"
+    readings = [line.split("\t")[1] for line in capsys.readouterr().out.splitlines()]
+    truth = re.match(r"truth: (\S+)", comment)
+    if truth:  # the page says what the image holds: the shipped model reads it so
+        assert readings == [truth[1]], f"{page}: {command}"
+
+
+def test_the_tour_reads_a_shipped_sample():
+    assert ("README.md", "crnn-predict weights/samples/synth_2.png", "read an image with the shipped model") in \
+        [(p, c, m) for p, c, m in _runnable_reads()]
