@@ -334,7 +334,7 @@ def peak_memory(variant: str, mode: str, batch_size: int, threads: int, steps: i
 
 # ----------------------------------------------------------------------------- driver
 def machine_info() -> dict:
-    """CPU model (lscpu), core count, torch version and threads, load average: for the README's table."""
+    """CPU model (lscpu), core count, torch version and threads, load average: for the documentation's table."""
     model = platform.processor() or platform.machine()
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout

@@ -65,7 +65,7 @@ class TrainSummary:
     base_metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # per train.base_val path: the final
     # model's metrics on the base domain (train.base_protocol); with ``before``: what fine-tuning forgot
     data_wait_share: float | None = None  # share of step time spent waiting for batches (this sitting, rank 0)
-    health: list[str] = field(default_factory=list)  # the training-health warnings given, in words (README Training)
+    health: list[str] = field(default_factory=list)  # the training-health warnings given, in words (docs/training.md)
     interpolated: Path | None = None  # output_dir/interpolated.pt (train.interpolate_base < 1): the model to read;
     # ``metrics`` and ``base_metrics`` are then its own
 

@@ -30,13 +30,13 @@ from crnn.engine.convert import (  # noqa: F401 (importable from here as before 
 from crnn.foreign import DEFAULT_WIDTH, SOURCES, TARGETS, ForeignFormatError
 
 PROG = "crnn-convert-ckpt"
-EPILOG = """other repositories (see README "Coming from another CRNN repository"):
+EPILOG = """other repositories (docs/checkpoints.md, "Coming from another CRNN repository"):
   crnn-convert-ckpt netCRNN.pth crnn.pt --from meijieru             (charset alnum36 for 37 classes)
   crnn-convert-ckpt checkpoint.pth zh.pt --from sierkinhane --charset char_std_5990.txt
   crnn-convert-ckpt best_accuracy.pth clova.pt --from clovaai [--pad]   (None-VGG-BiLSTM-CTC only)
   crnn-convert-ckpt crnn.pt netCRNN.pth --to meijieru               (variant vgg; loads into CRNN(32, nc, nclass, 256))
 
-EasyOCR (README "Coming from EasyOCR"; generation-2 recognisers: english_g2.pth, latin_g2.pth, zh_sim_g2.pth, ...):
+EasyOCR (docs/checkpoints.md, "Coming from EasyOCR"; generation-2: english_g2.pth, latin_g2.pth, zh_sim_g2.pth, ...):
   crnn-convert-ckpt english_g2.pth en.pt --from easyocr             (alphabet from the file name: EasyOCR's config)
   crnn-convert-ckpt custom.pth c.pt --from easyocr --charset user_network/custom.yaml   (a custom model)
   crnn-convert-ckpt en.pt my_en.pth --to easyocr [--lang en]        (+ my_en.yaml, my_en.py: an EasyOCR custom model)
@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--interpolate", metavar="START", help="IN is a model fine-tuned from START: write (1 - A) x "
                    "START + A x IN for every weight and BatchNorm statistic (WiSE-FT; output rows matched by "
                    "character, rows of characters START lacks are IN's); what train.interpolate_base writes at the end "
-                   "of a fine-tune, here for another A without training again (README Fine-tune on your own crops)")
+                   "of a fine-tune, here for another A without training again (docs/finetune.md)")
     p.add_argument("--alpha", type=float, help="with --interpolate: the share A of IN, within 0..1")
     p.add_argument("--cnn-alpha", type=float, metavar="C", help="with --interpolate: the share of IN for the "
                    "convolutional layers (cnn.*) alone, within 0..1 (default: --alpha)")
