@@ -56,14 +56,17 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 SETS = ("heldout", "seen", "clean", "unseen_clean", "unseen_print")  # the table's sets; "long" (--sets) adds
-ALL_SETS = (*SETS, "long")  # clean lines of 24-40 characters
+FACE_SETS = ("dev_print", "final_print")  # issue 43's honest yardstick: faces held out by design, print damage
+ALL_SETS = (*SETS, *FACE_SETS, "long")  # long: clean lines of 24-40 characters
 SET_TITLES = {"heldout": "held-out fonts", "seen": "training fonts", "clean": "clean, Noto Sans CJK",
               "unseen_clean": "held-out fonts, clean", "unseen_print": "held-out fonts, print damage",
-              "long": "long lines (24-40), clean"}
+              "long": "long lines (24-40), clean", "dev_print": "development faces, print damage",
+              "final_print": "final faces, print damage"}
 CHARSET = "zh_gb2312"
 MIN_LEN, MAX_LEN = 4, 12
 LONG_LEN = (24, 40)  # lines 2-3x longer than any training line: does reading at the image's own width hold up?
-SEEDS = {"heldout": 2301, "seen": 2302, "clean": 2303, "long": 2304, "unseen_clean": 2305, "unseen_print": 2306}
+SEEDS = {"heldout": 2301, "seen": 2302, "clean": 2303, "long": 2304, "unseen_clean": 2305, "unseen_print": 2306,
+         "dev_print": 4301, "final_print": 4302}
 VERSION = 1  # bump when the way a set is built changes (the cache is rebuilt)
 NOTO_CJK = "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"
 PPOCR = "PP-OCRv4 (rapidocr)"
@@ -145,6 +148,28 @@ def set_fonts(name: str) -> list[str]:
     from crnn.data.fonts import find_fonts
 
     return find_fonts(None, "train" if name == "seen" else "heldout")
+
+
+def face_files(name: str) -> list[str]:
+    """The faces of a FACE_SETS set, in the manifest's order (crnn/data/cjk_faces.tsv, role dev or final): line i is
+    drawn in face i mod their number. A one-line error names the fetch command when one is missing."""
+    from crnn.data.faces import faces, font_cache_dir
+
+    role = name.removesuffix("_print")
+    out = []
+    for face in faces(role):
+        path = os.path.join(font_cache_dir(), face.file)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{path} is missing: python scripts/face_manifest.py --fetch --role {role}")
+        out.append(path)
+    return out
+
+
+def face_of(path: str):
+    """The manifest row of a face file."""
+    from crnn.data.faces import faces
+
+    return next(f for f in faces() if f.file == os.path.basename(path))
 
 
 def noto_sc(size: int):
@@ -268,9 +293,10 @@ def sample(name: str, index: int, fonts: tuple[str, ...]) -> tuple[bytes, str, s
             buf = io.BytesIO()
             render_clean(label).save(buf, format="PNG")
             return buf.getvalue(), "png", label
-        if name in ("unseen_clean", "unseen_print"):
+        if name in ("unseen_clean", "unseen_print", *FACE_SETS):
+            face = (fonts[index % len(fonts)],) if name in FACE_SETS else fonts
             try:
-                img, quality = render_printed(label, fonts, rng, damage=name == "unseen_print")
+                img, quality = render_printed(label, face, rng, damage=name != "unseen_clean")
             except ValueError:
                 continue
             buf = io.BytesIO()
@@ -294,7 +320,8 @@ def build_set(name: str, work: Path, num: int) -> Path:
         if cached.get("num", 0) >= num and {**cached, "num": num} == manifest:
             return folder  # line i depends only on (set, seed, i): the first num lines are the set of num
     (folder / "images").mkdir(parents=True, exist_ok=True)
-    fonts = tuple(set_fonts(name)) if name not in ("clean", "long") else ()
+    fonts = tuple(face_files(name)) if name in FACE_SETS else tuple(set_fonts(name)) if name not in ("clean", "long") \
+        else ()
     lines = []
     for i in range(num):
         data, ext, label = sample(name, i, fonts)
@@ -454,16 +481,46 @@ def score(preds: list[str], labels: list[str]) -> dict[str, float]:
     return {"cer": r["cer"], "line_acc": r["word_acc"], "samples": int(r["samples"])}
 
 
+def by_face(preds: list[str], labels: list[str], name: str) -> dict[str, dict]:
+    """A FACE_SETS set's scores per face (line i is in face i mod their number) with the face's style."""
+    files = face_files(name)
+    out = {}
+    for k, path in enumerate(files):
+        face = face_of(path)
+        out[face.family] = {**score(preds[k::len(files)], labels[k::len(files)]), "style": face.style,
+                            "file": face.file}
+    return out
+
+
 def results(columns: list[Column], labels: dict[str, list[str]]) -> list[dict]:
-    """One row per recogniser: scores per set and lines/s."""
+    """One row per recogniser: scores per set (per face on the face sets) and lines/s."""
     rows = []
     for col in columns:
         row = {"model": col.name, "how": col.how, "lines_per_s": col.lines / max(col.seconds, 1e-9),
                "lines_per_cpu_s": col.lines / max(col.cpu_seconds, 1e-9)}
         row.update({name: {**score(col.readings[name], labels[name]),
                             "by_class": errors_by_class(col.readings[name], labels[name])} for name in labels})
+        for name in set(labels) & set(FACE_SETS):
+            row[name]["by_face"] = by_face(col.readings[name], labels[name], name)
         rows.append(row)
     return rows
+
+
+def markdown_by_face(rows: list[dict], sets: list[str]) -> str:
+    """CER (line accuracy) per held-out face of the face sets, one column per model, faces as rows."""
+    out = []
+    for s in (s for s in FACE_SETS if s in sets):
+        faces = rows[0][s]["by_face"]
+        out += [f"\n{SET_TITLES[s]}: CER (line accuracy) per face\n",
+                "| face | style | " + " | ".join(r["model"] for r in rows) + " |", "|" + " --- |" * (len(rows) + 2)]
+        for fam, f in faces.items():
+            cells = [f"{100 * r[s]['by_face'][fam]['cer']:.2f} % ({100 * r[s]['by_face'][fam]['line_acc']:.0f} %)"
+                     for r in rows]
+            out.append(f"| {fam} | {f['style']} | " + " | ".join(cells) + " |")
+        worst = [max(r[s]["by_face"].values(), key=lambda f: f["cer"])["cer"] for r in rows]
+        out.append("| **all / worst face** | | " + " | ".join(
+            f"**{100 * r[s]['cer']:.2f} %** / {100 * w:.2f} %" for r, w in zip(rows, worst)) + " |")
+    return "\n".join(out)
 
 
 def markdown(rows: list[dict], sets: list[str], num: int, threads: int) -> str:
@@ -618,7 +675,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"readings: {write_readings(paths, labels, columns, work / 'readings.tsv')}", file=sys.stderr)
     rows = results(columns, labels)
     tables = markdown(rows, sets, args.num, args.threads) + "\n\nErrors by character class:\n" + markdown_by_class(
-        rows, sets)
+        rows, sets) + (markdown_by_face(rows, sets) if rows and set(sets) & set(FACE_SETS) else "")
     if args.markdown:
         Path(args.markdown).write_text(tables + "\n", encoding="utf-8")
     if args.json:

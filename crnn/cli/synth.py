@@ -7,7 +7,7 @@ import sys
 import time
 
 from crnn.charset import CharsetError
-from crnn.data.fonts import NoFontsError, find_fonts
+from crnn.data.fonts import SPLITS, NoFontsError, find_fonts
 from crnn.data.synth import (SynthOptions, check_options, contact_sheet, generate_lmdb, iter_samples,
                               label_font_for)
 from crnn.data.words import text_mode
@@ -40,10 +40,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="street: street-view crops (strong perspective, curved baselines, 13-22 px text scaled up, "
                         "photo backgrounds from scikit-image's sample images; needs pip install scikit-image); "
                         "default: the generator the shipped models started from")
-    p.add_argument("--split", choices=("train", "heldout", "all"), default="train",
-                   help="text lines: train (default) leaves out the held-out CJK fonts (font_packages.txt, "
-                        "cjk-heldout) and the tenth of corpus words kept for validation; heldout draws only those, "
-                        "for lines in fonts and words no training set saw; all draws everything")
+    p.add_argument("--split", choices=SPLITS, default="train",
+                   help="text lines: train (default) leaves out the held-out CJK faces (crnn/data/cjk_faces.tsv, "
+                        "every role but train) and the tenth of corpus words kept for validation; heldout, dev and "
+                        "final draw only the faces of that role and those words, for lines in faces and words no "
+                        "training set saw; all draws everything")
     p.add_argument("--mixed-fonts", type=float, default=0.0, metavar="SHARE",
                    help="text lines: share of lines in a CJK face whose ASCII runs (numbers, Latin words) are set in "
                         "a Western face, as documents mix them (e.g. 0.3; default 0: one face per line)")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from PIL import ImageFont
 
+from crnn.data.faces import face_package, face_role, font_cache_dir, heldout_files
 from crnn.data.lines import is_han
 
 SYSTEM_FONT_DIRS: tuple[str, ...] = (
@@ -80,16 +81,15 @@ BASE_FONT_PACKAGES: tuple[str, ...] = tuple(font_packages("base"))
 APT_HINT = "apt-get install " + " ".join(BASE_FONT_PACKAGES)
 _PROBE_SIZE = 20
 _MISSING_PROBE = "\U0010fffd"  # private-use codepoint: no font maps it, so it draws .notdef
-HAN_PROBE = "的一是国人"  # a font drawing these is a CJK font
+HAN_PROBE = "的一是国人"  # a font drawing these is a CJK font ...
+HAN_PROBE_TRADITIONAL = "的一是國人"  # ... and so is a traditional-only one (Big5 faces: cwTeX, AR PL Mingti2L Big5)
 CJK_FONT_PACKAGES: tuple[str, ...] = tuple(font_packages("cjk"))  # scripts/setup.sh installs them
-# CJK fonts kept out of every training set (font_packages.txt, section cjk-heldout): validation lines in faces the
-# model never saw. Matched by file name, so a user's own copy of these faces is held out too.
-HELDOUT_FONT_FILES = frozenset({
-    "gbsn00lp.ttf", "gkai00mp.ttf", "droidsansfallbackfull.ttf", "droidsansfallback.ttf",
-    "lxgwwenkai-regular.ttf", "lxgwwenkai-bold.ttf", "lxgwwenkai-light.ttf",
-    "lxgwwenkaimono-regular.ttf", "lxgwwenkaimono-bold.ttf", "lxgwwenkaimono-light.ttf",
-})
-SPLITS = ("train", "heldout", "all")
+# CJK faces kept out of every training set: every face of crnn/data/cjk_faces.tsv whose role is not "train" (the
+# first yardstick's held-out faces, the honest yardstick's dev and final faces). Matched by file name, so a user's own
+# copy of these faces is held out too.
+HELDOUT_FONT_FILES = heldout_files()
+# train: no held-out face; heldout / dev / final: the Latin faces and the CJK faces of that role only; all: everything
+SPLITS = ("train", "heldout", "dev", "final", "all")
 _QUICK_PROBE = 24  # characters tried before probing a whole alphabet: a font drawing none of them is skipped
 
 
@@ -132,6 +132,14 @@ def font_info(path: str) -> FontInfo | None:
         return None
     if THIN_STYLE_RE.search(style) or THIN_STYLE_RE.search(family) or THIN_STYLE_RE.search(os.path.basename(path)):
         return None
+    try:
+        return _probe(path, font, family, style)
+    except OSError:  # FreeType cannot render its glyphs ("invalid opcode" in a broken hinting program)
+        return None
+
+
+def _probe(path: str, font: ImageFont.FreeTypeFont, family: str, style: str) -> FontInfo | None:
+    """:func:`font_info` of a font that loaded."""
     notdef = _mask_signature(font, _MISSING_PROBE)
     sigs = {ch: _mask_signature(font, ch) for ch in PRINTABLE}
     chars = {ch for ch, sig in sigs.items() if sig is not None and sig != notdef}
@@ -148,8 +156,9 @@ def font_info(path: str) -> FontInfo | None:
         chars -= set(lower)
     box = sigs["H"][0] if sigs["H"] is not None else (0, 0, 0, int(0.7 * _PROBE_SIZE))
     cap_height = min(max((box[3] - box[1]) / _PROBE_SIZE, 0.3), 1.2)
-    han = {_mask_signature(font, ch) for ch in HAN_PROBE} - {None, notdef}
-    return FontInfo(path, family, style, frozenset(chars), caps_only, cap_height, cjk=len(han) == len(HAN_PROBE))
+    cjk = any(len({_mask_signature(font, ch) for ch in probe} - {None, notdef}) == len(probe)
+              for probe in (HAN_PROBE, HAN_PROBE_TRADITIONAL))
+    return FontInfo(path, family, style, frozenset(chars), caps_only, cap_height, cjk=cjk)
 
 
 @functools.lru_cache(maxsize=None)
@@ -219,29 +228,32 @@ def _candidate_files(dirs: Sequence[str]) -> list[str]:
 
 
 def is_heldout_font(path: str) -> bool:
-    """A font of the held-out CJK set (:data:`HELDOUT_FONT_FILES`), never drawn into training data."""
+    """A held-out CJK face (:data:`HELDOUT_FONT_FILES`, any role but train), never drawn into training data."""
     return os.path.basename(path).lower() in HELDOUT_FONT_FILES
 
 
 def _in_split(path: str, info: FontInfo, split: str) -> bool:
-    """Whether a font belongs to ``split`` (Latin faces belong to every split; held-out CJK faces only to theirs)."""
+    """Whether a font belongs to ``split`` (Latin faces belong to every split; held-out CJK faces only to their
+    role's)."""
     if split == "all":
         return True
-    held = is_heldout_font(path)
-    return not held if split == "train" else held or not info.cjk
+    role = face_role(path)
+    return role == "train" if split == "train" else role == split or (role == "train" and not info.cjk)
 
 
 def find_fonts(fonts_dir: str | None = None, split: str = "all") -> list[str]:
     """Usable font files, sorted; one file per (family, style). Raises NoFontsError if none.
 
-    ``split``: ``train`` leaves out the held-out CJK faces, ``heldout`` keeps the Latin faces and only the
-    held-out CJK ones (text lines in fonts no training set saw), ``all`` keeps everything.
+    ``split``: ``train`` leaves out the held-out CJK faces; ``heldout``, ``dev`` and ``final`` keep the Latin faces
+    and only the CJK faces of that role in crnn/data/cjk_faces.tsv (text lines in faces no training set saw); ``all``
+    keeps everything. Searched: ``fonts_dir``, else the system font folders and the web-font cache
+    (:func:`crnn.data.faces.font_cache_dir`).
     """
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     if fonts_dir is not None and not os.path.isdir(fonts_dir):
         raise NoFontsError(f"fonts folder {fonts_dir!r} does not exist")
-    dirs = [fonts_dir] if fonts_dir is not None else list(SYSTEM_FONT_DIRS)
+    dirs = [fonts_dir] if fonts_dir is not None else [*SYSTEM_FONT_DIRS, font_cache_dir()]
     seen: set[tuple[str, str]] = set()
     fonts: list[str] = []
     for path in _candidate_files(dirs):
@@ -319,11 +331,18 @@ class FontPicker:
         return self._cover
 
     def _pick_script(self, need: set[str], text: str, rng) -> FontInfo:
-        """A font, uniformly among those that draw every character of ``text`` (beyond ASCII)."""
-        able = [p for p, chars in self.coverage().items() if need <= chars]
-        if not able:
+        """A font among those that draw every character of ``text`` (beyond ASCII), balanced across packages: each
+        package (:func:`face_package`) weighs sqrt(its able files), so Noto's fourteen weights or a package of twenty
+        variants of one design do not drown the single-file designs."""
+        groups: dict[str, list[str]] = {}
+        for p, chars in self.coverage().items():
+            if need <= chars:
+                groups.setdefault(face_package(p), []).append(p)
+        if not groups:
             raise ValueError(f"no font can draw all of {text!r}")
-        return font_info(able[rng.randrange(len(able))])  # type: ignore[return-value]
+        able = [groups[k] for k in sorted(groups)]
+        group = able[rng.choices(range(len(able)), weights=[math.sqrt(len(g)) for g in able])[0]]
+        return font_info(group[rng.randrange(len(group))])  # type: ignore[return-value]
 
 
 def _upright(paths: list[str]) -> list[str]:

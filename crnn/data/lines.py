@@ -248,7 +248,8 @@ def compose_line(rng: random.Random, charset: str, n: int, corpus: Corpus | None
 
 def sample_line(rng: random.Random, opts: W.TextOptions) -> str:
     """A text line for ``opts.charset``: ``opts.line_len`` characters, or 1..``opts.max_len``."""
-    corpus = load_corpus(opts.charset, opts.words, opts.split)
+    # every held-out face split draws the held-out words too
+    corpus = load_corpus(opts.charset, opts.words, "heldout" if opts.split in ("dev", "final") else opts.split)
     for _ in range(100):
         text = compose_line(rng, opts.charset, line_length(rng, opts.max_len, opts.line_len), corpus,
                             getattr(opts, "uniform_share", UNIFORM_SHARE))
