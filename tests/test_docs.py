@@ -186,3 +186,13 @@ def test_reading_commands_on_the_pages_run_as_written(page, command, comment, mo
 def test_the_tour_reads_a_shipped_sample():
     assert ("README.md", "crnn-predict weights/samples/synth_2.png", "read an image with the shipped model") in \
         [(p, c, m) for p, c, m in _runnable_reads()]
+
+
+@pytest.mark.parametrize("page", ["README.md", "CHANGELOG.md", "weights/README.md", "benchmarks/README.md",
+                                  "tools/README.md"])
+def test_links_outside_the_site_lead_somewhere(page):
+    """The pages mkdocs does not check (it checks docs/): every relative link names a file of the repository."""
+    text = (REPO / page).read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(([^)\s#]+)", text):
+        if not re.match(r"[a-z]+://", target):
+            assert ((REPO / page).parent / target).exists(), f"{page}: {target}"
