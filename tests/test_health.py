@@ -291,14 +291,19 @@ def test_a_clean_tiny_run_gives_no_health_warning(tmp_path, words_lmdb, val_lmdb
 
 @pytest.mark.slow
 def test_ddp_reports_the_data_wait_share_and_validates(tmp_path, words_lmdb, val_lmdb):
-    """Under DDP the share comes from one all-reduce per log line and the collapse counts from every rank."""
+    """Under DDP the share comes from one all-reduce per log line, and the validation at step 3 pools both ranks'
+    halves of the 16 validation images (what the collapse check then counts)."""
     from tests.test_train import _torchrun
 
     res = _torchrun(["--config", str(REPO / "configs/smoke.yaml"),
                      *_overrides(tmp_path, words_lmdb, val_lmdb, "train.steps=3", "train.val_every=3")])
     assert res.returncode == 0, res.stderr[-3000:]
-    lines = [m for m in (res.stderr + res.stdout).splitlines() if m.startswith("[crnn] step ")]
+    log = (res.stderr + res.stdout).splitlines()
+    lines = [m for m in log if m.startswith("[crnn] step ")]
     assert len(lines) == 3 and all(re.search(r"  unfit \d+  data \d+%$", m) for m in lines), lines
+    vals = [m for m in log if m.startswith("[crnn] val ")]
+    assert len(vals) == 1 and re.fullmatch(rf"\[crnn\] val {re.escape(str(val_lmdb))} @ 3: acc [\d.]+  CER [\d.]+  "
+                                           r"1-NED [\d.]+  \(16 samples, \d+ img/s\)", vals[0]), vals
 
 
 def test_under_ddp_only_the_rank_whose_batch_was_non_finite_explains_besides_rank_0():
