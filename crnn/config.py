@@ -79,6 +79,11 @@ class DataConfig:
     # text lines: share of lines in a CJK face whose ASCII runs (numbers, Latin words) are set in a Western face, as
     # documents set them (crnn-synth --mixed-fonts); 0 = every line in one face
     synth_mixed_fonts: float = 0.0
+    # text lines: shares of lines squeezed or stretched 0.5x-1.5x, drawn bolder or thinner, with glyphs jittered in size
+    # and baseline (crnn-synth --squeeze / --weight / --jitter); 0 = off
+    synth_squeeze: float = 0.0
+    synth_weight: float = 0.0
+    synth_jitter: float = 0.0
     # true: the loader's workers render every training batch on the fly (data.synth_* settings, train.seed; lines of
     # one batch share their length); data.train is not read, nothing is stored, no line repeats;
     # data.synth_num = lines per (virtual) epoch
@@ -398,8 +403,9 @@ def validate(cfg: Config) -> None:
         raise ConfigError(f"data.synth_pool: must be at least 1, got {cfg.data.synth_pool}")
     if not 0 <= cfg.data.synth_uniform_share <= 1:
         raise ConfigError(f"data.synth_uniform_share: must be within 0..1, got {cfg.data.synth_uniform_share}")
-    if not 0 <= cfg.data.synth_mixed_fonts <= 1:
-        raise ConfigError(f"data.synth_mixed_fonts: must be within 0..1, got {cfg.data.synth_mixed_fonts}")
+    for name in ("synth_mixed_fonts", "synth_squeeze", "synth_weight", "synth_jitter"):
+        if not 0 <= getattr(cfg.data, name) <= 1:
+            raise ConfigError(f"data.{name}: must be within 0..1, got {getattr(cfg.data, name)}")
     if cfg.data.synth_online and cfg.data.synth_num < cfg.data.batch_size:
         raise ConfigError(f"data.synth_online: set data.synth_num (lines per epoch) to at least data.batch_size "
                           f"({cfg.data.batch_size}), got {cfg.data.synth_num}")

@@ -135,6 +135,96 @@ def test_mixed_fonts_off_gives_the_old_lines_of_a_seed():
     assert [a[1] for a, _, _ in samples] == [c[1] for _, _, c in samples]
 
 
+@needs_fonts
+def test_data_engine_levers_off_give_the_old_lines_and_on_keep_every_label():
+    """Issue 43's levers (squeeze, weight, jitter) at 0 draw the very bytes of before; at 1 every line changes, never
+    its label."""
+    from crnn.data.synth import make_sample
+
+    fonts = [CJK_FONT, LATIN_FONT]
+    old = SynthOptions(charset=CHARS, text="lines", max_len=8)
+    off = SynthOptions(charset=CHARS, text="lines", max_len=8, squeeze=0.0, weight=0.0, jitter=0.0)
+    for lever in ("squeeze", "weight", "jitter"):
+        on = SynthOptions(charset=CHARS, text="lines", max_len=8, **{lever: 1.0})
+        samples = [(make_sample(i, 5, fonts, old), make_sample(i, 5, fonts, off), make_sample(i, 5, fonts, on))
+                   for i in range(8)]
+        assert all(a == b for a, b, _ in samples), lever
+        assert sum(a[0] != c[0] for a, _, c in samples) >= 7, lever
+        assert [a[1] for a, _, _ in samples] == [c[1] for _, _, c in samples], lever
+    for lever in ("squeeze", "weight", "jitter"):
+        with pytest.raises(ValueError, match=f"{lever} must be within 0..1"):
+            SynthOptions(charset=CHARS, **{lever: 1.5})
+
+
+def test_squeeze_scales_the_width_only_within_half_to_one_and_a_half():
+    import numpy as np
+
+    from crnn.data.synth import _squeeze
+
+    stack = np.zeros((30, 200, 3), np.uint8)
+    stack[5:25, 10:190] = 255
+    widths = [_squeeze(stack, random.Random(seed)).shape for seed in range(40)]
+    assert all(h == 30 and c == 3 for h, _, c in widths)
+    assert min(w for _, w, _ in widths) < 130 and max(w for _, w, _ in widths) > 260  # both ways, most of the range
+    assert all(100 <= w <= 300 for _, w, _ in widths)
+
+
+def test_reweigh_makes_strokes_bolder_or_thinner_and_leaves_the_shadow():
+    import numpy as np
+
+    from crnn.data.synth import _reweigh
+
+    stack = np.zeros((40, 60, 3), np.uint8)
+    stack[10:30, 20:26, :2] = 255  # a vertical stroke, 6 px wide, in fill and outline
+    stack[0:5, 0:5, 2] = 255  # a shadow patch
+    inks = {}
+    for seed in range(20):
+        out = _reweigh(stack, random.Random(seed), fs=30)
+        inks.setdefault(int(out[..., 0].sum() > stack[..., 0].sum()), []).append(out)
+        assert (out[..., 2] == stack[..., 2]).all() and (out[..., 0] == out[..., 1]).all()
+    bold, thin = inks[1][0], inks[0][0]
+    assert (bold[20, 19:27, 0] == 255).all() and bold[20, 18, 0] == 0 == bold[20, 27, 0]  # 1 px wider each side
+    assert (thin[20, 21:25, 0] == 255).all() and thin[20, 20, 0] == 0 and thin[20, 25, 0] == 0
+    small = _reweigh(stack, random.Random(0), fs=12)  # small text is never thinned
+    assert small[..., 0].sum() > stack[..., 0].sum()
+
+
+@needs_fonts
+def test_jitter_draws_each_glyph_at_its_own_size_and_baseline(monkeypatch):
+    import crnn.data.synth as S
+
+    drawn: list = []
+    real = S._text_masks
+
+    def spy(text, font, spacing, stroke, runs=()):
+        drawn.append((font.size, list(runs)))
+        return real(text, font, spacing, stroke, runs)
+
+    monkeypatch.setattr(S, "_text_masks", spy)
+    S.render_word("的一是国人", random.Random(1), [CJK_FONT], SynthOptions(charset=CHARS, text="lines", max_len=8,
+                                                                           jitter=1.0))
+    size, runs = drawn[-1]
+    assert "".join(t for t, _, _ in runs) == "的一是国人" and all(len(t) == 1 for t, _, _ in runs)
+    assert all(0.87 * size <= f.size <= 1.13 * size and abs(dy) <= 0.07 * size for _, f, dy in runs)
+    assert len({f.size for _, f, _ in runs}) > 1 and len({round(dy, 3) for _, _, dy in runs}) > 1
+
+
+def test_data_engine_levers_are_checked_in_config_and_cli(tmp_path, capsys):
+    from crnn.cli.synth import main as synth_main
+    from crnn.engine.trainer import synth_options
+
+    cfg = load_config(None, [f"model.charset={CHARS}", "data.synth_squeeze=0.3", "data.synth_weight=0.2",
+                             "data.synth_jitter=0.1"])
+    opts = synth_options(cfg)
+    assert (opts.squeeze, opts.weight, opts.jitter) == (0.3, 0.2, 0.1)
+    with pytest.raises(ConfigError, match="data.synth_weight: must be within 0..1, got 2"):
+        load_config(None, [f"model.charset={CHARS}", "data.synth_weight=2"])
+    with pytest.raises(SystemExit) as e:
+        synth_main(["--out", str(tmp_path / "x.lmdb"), "--squeeze", "-1"])
+    assert e.value.code == 2 and "--squeeze must be within 0..1" in capsys.readouterr().err
+    assert not (tmp_path / "x.lmdb").exists()
+
+
 # ---------------------------------------------------------------------------------------------- online batches
 def _batches(batch_size: int = 6, seed: int = 3, pool: int = 1) -> SynthBatches:
     cs = Charset.from_spec(CHARS)

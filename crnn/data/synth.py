@@ -72,6 +72,10 @@ class SynthOptions:
     # lines: share of lines in a CJK face whose ASCII runs (numbers, Latin words) are set in a Western face instead,
     # as documents set them (a Song face + Times New Roman); 0 = the line's face throughout (the old lines, same seeds)
     mixed_fonts: float = 0.0
+    # what no face gives (issue 43's data engine); each a share of lines, 0 = off (the old lines, same seeds):
+    squeeze: float = 0.0  # lines squeezed or stretched horizontally, 0.5x-1.5x (condensed and wide faces)
+    weight: float = 0.0  # lines drawn bolder or thinner by morphology (stroke weights no face has)
+    jitter: float = 0.0  # lines whose glyphs each vary in size (+-12 %) and baseline (+-7 % of the size)
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
@@ -88,8 +92,9 @@ class SynthOptions:
             raise ValueError(f"line_len must be 0 (varied) or 1..max_len ({self.max_len}), got {self.line_len}")
         if not 0.0 <= self.uniform_share <= 1.0:
             raise ValueError(f"uniform_share must be within 0..1, got {self.uniform_share}")
-        if not 0.0 <= self.mixed_fonts <= 1.0:
-            raise ValueError(f"mixed_fonts must be within 0..1, got {self.mixed_fonts}")
+        for name in ("mixed_fonts", "squeeze", "weight", "jitter"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be within 0..1, got {getattr(self, name)}")
         if self.line_len and text_mode(self) == "words":
             raise ValueError("line_len needs text lines (--text lines); scene-text words have varied lengths")
 
@@ -113,25 +118,26 @@ def _font(info: FontInfo, size: int) -> ImageFont.FreeTypeFont:
 
 
 def _text_masks(text: str, font: ImageFont.FreeTypeFont, spacing: float, stroke: int,
-                runs: Sequence[tuple[str, ImageFont.FreeTypeFont]] = ()) -> tuple[np.ndarray, np.ndarray]:
+                runs: Sequence[tuple] = ()) -> tuple[np.ndarray, np.ndarray]:
     """Draw ``text``; return (fill, outer) uint8 masks (H, W); outer includes the stroke.
 
     The canvas is sized from the glyphs' real ink boxes, so overhangs (italic ``f``, the tail
     of ``j``, tall bars) are never clipped. ``spacing`` != 0 places characters one by one.
-    ``runs``: (text, font) pieces drawn one after another on one baseline, instead of ``text`` in ``font``.
+    ``runs``: (text, font) or (text, font, dy) pieces drawn one after another on one baseline (moved down by dy
+    pixels), instead of ``text`` in ``font``.
     """
-    runs = list(runs) or [(text, font)]
-    pieces: list[tuple[float, str, ImageFont.FreeTypeFont]] = []
+    runs = [(*r, 0.0)[:3] for r in runs] or [(text, font, 0.0)]
+    pieces: list[tuple[float, str, ImageFont.FreeTypeFont, float]] = []
     x = 0.0
-    for t, f in runs:
+    for t, f, dy in runs:
         if spacing == 0:
-            pieces.append((x, t, f))
+            pieces.append((x, t, f, dy))
             x += f.getlength(t)
         else:
             for c in t:
-                pieces.append((x, c, f))
+                pieces.append((x, c, f, dy))
                 x += f.getlength(c) + spacing
-    boxes = [(x + b[0], b[1], x + b[2], b[3]) for x, t, f in pieces
+    boxes = [(x + b[0], b[1] + dy, x + b[2], b[3] + dy) for x, t, f, dy in pieces
              for b in [f.getbbox(t, anchor="ls", stroke_width=stroke)]]
     left, top = min(b[0] for b in boxes), min(b[1] for b in boxes)
     right, bottom = max(b[2] for b in boxes), max(b[3] for b in boxes)
@@ -142,8 +148,8 @@ def _text_masks(text: str, font: ImageFont.FreeTypeFont, spacing: float, stroke:
     for sw in ([0, stroke] if stroke else [0]):
         im = Image.new("L", size, 0)
         draw = ImageDraw.Draw(im)
-        for x, t, f in pieces:
-            draw.text((ox + x, oy), t, fill=255, font=f, anchor="ls", stroke_width=sw, stroke_fill=255)
+        for x, t, f, dy in pieces:
+            draw.text((ox + x, oy + dy), t, fill=255, font=f, anchor="ls", stroke_width=sw, stroke_fill=255)
         masks.append(np.asarray(im))
     return masks[0], masks[-1]
 
@@ -156,6 +162,36 @@ def mixed_runs(text: str, font: ImageFont.FreeTypeFont,
 
 
 _ASCII_RUN = re.compile(r"([!-~]+)")
+
+
+def jittered_runs(runs: Sequence[tuple[str, ImageFont.FreeTypeFont]],
+                  rng: random.Random) -> list[tuple[str, ImageFont.FreeTypeFont, float]]:
+    """Every character of ``runs`` as its own piece, at its run's size +-12 % and moved off the baseline by up to 7 %
+    of the size (hand-set type, stamped and printed labels: what no face gives)."""
+    out = []
+    for t, f in runs:
+        for c in t:
+            size = max(8, round(f.size * rng.uniform(0.88, 1.12)))
+            out.append((c, load_font(f.path, size), f.size * rng.uniform(-0.07, 0.07)))
+    return out
+
+
+def _reweigh(stack: np.ndarray, rng: random.Random, fs: int) -> np.ndarray:
+    """Fill and outline masks bolder (dilated) or, for text large enough to keep its strokes, thinner (eroded)."""
+    bold = fs < 20 or rng.random() < 0.6
+    k = 3 if fs < 36 or not bold else 5
+    filt = ImageFilter.MaxFilter(k) if bold else ImageFilter.MinFilter(3)
+    out = stack.copy()
+    for c in (0, 1):
+        out[..., c] = np.asarray(Image.fromarray(np.ascontiguousarray(stack[..., c])).filter(filt))
+    return out
+
+
+def _squeeze(stack: np.ndarray, rng: random.Random) -> np.ndarray:
+    """The mask stack squeezed or stretched horizontally by 0.5x-1.5x (log-uniform): condensed and wide faces."""
+    h, w = stack.shape[:2]
+    s = math.exp(rng.uniform(math.log(0.5), math.log(1.5)))
+    return np.asarray(Image.fromarray(stack).resize((max(4, round(w * s)), h), Image.BILINEAR))
 
 
 def _shifted(mask: np.ndarray, dx: int, dy: int) -> np.ndarray:
@@ -184,14 +220,17 @@ def _shadow_mask(outer: np.ndarray, rng: random.Random, fs: int) -> np.ndarray:
 
 
 def _layers(text: str, info: FontInfo, fs: int, rng: random.Random,
-            latin: tuple[FontInfo, int] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+            latin: tuple[FontInfo, int] | None = None, jitter: bool = False) -> tuple[np.ndarray, dict[str, Any]]:
     """Mask layers stacked (H, W, 3) = fill, outer (fill + stroke), shadow; and the style used. ``latin``: (face,
-    size) that draws the runs of printable ASCII instead (:func:`mixed_runs`)."""
+    size) that draws the runs of printable ASCII instead (:func:`mixed_runs`); ``jitter``: each glyph at its own
+    size and baseline (:func:`jittered_runs`)."""
     font = _font(info, fs)
     r = rng.random()
     spacing = 0.0 if r < 0.7 else fs * (0.02 + 0.5 * rng.random() ** 2 if r < 0.9 else rng.uniform(-0.08, 0.0))
     stroke = max(1, round(fs * rng.uniform(0.03, 0.09))) if rng.random() < 0.18 else 0
     runs = mixed_runs(text, font, _font(*latin)) if latin else ()
+    if jitter:
+        runs = jittered_runs(list(runs) or [(text, font)], rng)
     fill, outer = _text_masks(text, font, spacing, stroke, runs)
     style = {"stroke": stroke > 0, "hollow": stroke > 0 and rng.random() < 0.25, "shadow": rng.random() < 0.15}
     shadow = _shadow_mask(outer, rng, fs) if style["shadow"] else np.zeros_like(fill)
@@ -597,7 +636,12 @@ def render_word(text: str, rng: random.Random, fonts: list[str], opts: SynthOpti
     fs = max(8, round(cap / info.cap_height))
     # the Western face at the CJK face's own capital height, give or take a tenth (documents mix them so)
     stack, style = _layers(text, info, fs, rng, latin and (latin, max(
-        8, round(fs * info.cap_height / latin.cap_height * rng.uniform(0.9, 1.1)))))
+        8, round(fs * info.cap_height / latin.cap_height * rng.uniform(0.9, 1.1)))),
+        jitter=bool(opts.jitter and rng.random() < opts.jitter))
+    if opts.weight and rng.random() < opts.weight:
+        stack = _reweigh(stack, rng, fs)
+    if opts.squeeze and rng.random() < opts.squeeze:
+        stack = _squeeze(stack, rng)
     style["severity"] = sev = rng.random()
     street = style["street"] = opts.style == "street"
     stack = _warp(stack, rng, fs, street)
