@@ -67,28 +67,63 @@ def test_read_only_lmdb_folder_caches_in_the_cache_dir(lmdb_path, tmp_path, monk
     assert not list(lmdb_path.glob("crnn-index-*")) and len(list((tmp_path / "cache").rglob("crnn-index-*.npy"))) == 1
 
 
-def _open_in_child(path: str, start: float, queue) -> None:
-    while time.time() < start:  # start together
-        time.sleep(0.001)
+class _SayWhenWaiting(logging.Handler):
+    """Put ("waiting", pid) on a queue when this process starts waiting for another one's label-index build."""
+
+    def __init__(self, queue) -> None:
+        super().__init__(logging.INFO)
+        self.queue = queue
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "waiting for another process" in record.getMessage():
+            self.queue.put(("waiting", os.getpid()))
+
+
+def _open_in_child(path: str, queue) -> None:
+    logger = logging.getLogger(label_index.__name__)
+    logger.setLevel(logging.INFO)
+    logger.addHandler(_SayWhenWaiting(queue))
     ds = _open(path)
-    queue.put((ds._index_how, list(ds._indices)))
+    queue.put(("done", ds._index_how, list(ds._indices)))
 
 
 @pytest.mark.slow
-def test_concurrent_processes_build_it_once(tmp_path):
-    """Three processes (ranks of one machine) open the same LMDB at once: one builds, the others wait and reuse."""
+def test_concurrent_processes_build_it_once(tmp_path, monkeypatch):
+    """Three processes (ranks of one machine) open the same LMDB while this one is building its index: each says it
+    waits for the lock, none builds, all reuse this one's index. The build is held until all three wait (no clock)."""
+    import threading
+
     from crnn.data.lmdb_io import write_lmdb
 
     path = tmp_path / "d.lmdb"
     write_lmdb(((b"not decoded here", t) for t in LABELS * 2000), path)
+    building, release, mine = threading.Event(), threading.Event(), []
+    build = LmdbDataset._build_index
+
+    def held_build(self, *a, **k):  # runs inside load_or_build's lock
+        building.set()
+        assert release.wait(120), "the three processes never all waited"
+        return build(self, *a, **k)
+
+    monkeypatch.setattr(LmdbDataset, "_build_index", held_build)
+    builder = threading.Thread(target=lambda: mine.append(_open(path)))
+    builder.start()
+    assert building.wait(60)
     ctx = mp.get_context("spawn")
-    queue, start = ctx.Queue(), time.time() + 3
-    procs = [ctx.Process(target=_open_in_child, args=(str(path), start, queue)) for _ in range(3)]
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_open_in_child, args=(str(path), queue)) for _ in range(3)]
     for p in procs:
         p.start()
+    try:
+        early = [queue.get(timeout=120) for _ in procs]  # before the release, a process can only wait
+    finally:
+        release.set()
+        builder.join(timeout=120)
+    assert sorted(kind for kind, *_ in early) == ["waiting"] * 3, early
     results = [queue.get(timeout=120) for _ in procs]
     for p in procs:
         p.join(timeout=30)
-    assert sorted(how for how, _ in results) == ["built", "reused", "reused"]
-    assert all(idx == results[0][1] for _, idx in results) and len(results[0][1]) == 4 * 2000
-    assert not [f for f in os.listdir(path) if f.endswith(".tmp")]
+    assert mine and mine[0]._index_how == "built"
+    assert [how for _, how, _ in results] == ["reused"] * 3, results
+    assert all(idx == list(mine[0]._indices) for _, _, idx in results) and len(results[0][2]) == 4 * 2000
+    assert len(list(path.glob("crnn-index-*.npy"))) == 1 and not [f for f in os.listdir(path) if f.endswith(".tmp")]
