@@ -34,7 +34,8 @@ def test_benchmark_scripts_exist():
 @pytest.mark.slow
 @pytest.mark.parametrize("script,shared", QUICK_RUNS, ids=[f"{p.stem}-shared_{s}" for p, s in QUICK_RUNS])
 def test_quick_run_prints_table_and_writes_json(script, shared, tmp_path):
-    """Exit 0, a table and JSON; or, for a benchmark that cannot run without real crops, one line naming the fix."""
+    """Exit 0, a table and JSON, with or without the real crops (without them each script falls back to synthetic
+    crops and says so: none may fail for their absence)."""
     out = tmp_path / "result.json"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     if shared == "hidden":
@@ -44,10 +45,6 @@ def test_quick_run_prints_table_and_writes_json(script, shared, tmp_path):
     res = subprocess.run([sys.executable, str(script), "--quick", "--out", str(out)], cwd=REPO, env=env,
                          capture_output=True, text=True, timeout=900)
     assert "Traceback" not in res.stdout + res.stderr, f"{script.name} --quick:\n{res.stderr[-3000:]}"
-    if shared == "hidden" and res.returncode != 0:  # the documented way to need real data: one line, non-zero
-        lines = res.stderr.strip().splitlines()
-        assert len(lines) == 1 and ENV_VAR in lines[0], f"{script.name} --quick failed:\n{res.stderr[-3000:]}"
-        return
     assert res.returncode == 0, f"{script.name} --quick failed:\n{res.stderr[-3000:]}"
     table = [line for line in res.stdout.splitlines() if line.strip()]
     assert len(table) >= 3, f"{script.name} printed no table:\n{res.stdout}"
