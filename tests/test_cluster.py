@@ -157,17 +157,17 @@ def test_killed_machine_ends_the_survivor_within_the_join_time_then_both_resume(
             time.sleep(0.1)
         for pid in [victim.pid, *descendants(victim.pid)]:  # the machine dies: its agent and its worker
             os.kill(pid, signal.SIGKILL)
-        killed_at = time.monotonic()
-        log = survivor.communicate(timeout=join_s + 120)[0]
-        took = time.monotonic() - killed_at
+        log = survivor.communicate(timeout=join_s + 120)[0]  # a safety net only: the line below says why it ended
     finally:
         for p in (survivor, victim):
             kill_tree(p)
     assert survivor.returncode != 0 and "Traceback" not in log, log[-4000:]
     lines = [ln for ln in log.splitlines() if ln.startswith("train_ddp.sh: gave up")]
-    assert len(lines) == 1 and f"(agent pid {victim.pid})" in lines[0] and "lost machine(s): " in lines[0], log[-4000:]
-    assert "waiting for 2 machine(s) to join" in log
-    assert took < join_s + 60, took  # bounded by the join time (plus failure detection on a loaded machine)
+    assert len(lines) == 1, log[-4000:]
+    assert lines[0].startswith(f"train_ddp.sh: gave up after the join time ({join_s} s) waiting for the group to "
+                               "form; lost machine(s): "), lines[0]
+    assert f"(agent pid {victim.pid})" in lines[0], lines[0]
+    assert f"waiting for 2 machine(s) to join (1 so far: " in log and f"giving up after {join_s} s (" in log
     stopped = max(_step(a / "last.pt"), _step(b / "last.pt"))
     assert stopped >= 4
 
@@ -177,6 +177,26 @@ def test_killed_machine_ends_the_survivor_within_the_join_time_then_both_resume(
     assert [p.returncode for p in procs] == [0, 0], logs[0][-3000:] + logs[1][-3000:]
     assert re.search(rf"resumed from \S+last\.pt at step {stopped} ", logs[0] + logs[1])
     assert max(_step(a / "last.pt"), _step(b / "last.pt")) == stopped + 2
+
+
+def test_the_launcher_gives_torchrun_its_join_time(monkeypatch):
+    """What bounds a survivor's wait (the kill test above) without a clock: torchrun's rendezvous gets the join time."""
+    import signal
+
+    import torch.distributed.run as torchrun
+    from torch.distributed.elastic.rendezvous import dynamic_rendezvous as dr
+
+    from crnn.engine.distributed import run_torchrun
+
+    seen = []
+    monkeypatch.setattr(torchrun, "main", lambda argv: seen.append(argv))
+    monkeypatch.setattr(dr.DynamicRendezvousHandler, "next_rendezvous", dr.DynamicRendezvousHandler.next_rendezvous)
+    usr1 = signal.getsignal(signal.SIGUSR1)  # run_torchrun points SIGUSR1 at the agent's stop: not pytest's
+    try:
+        assert run_torchrun(["--nnodes=2", "-m", "crnn.cli.train"], 8, print) == 0
+    finally:
+        signal.signal(signal.SIGUSR1, usr1)
+    assert seen == [["--rdzv_conf=join_timeout=8", "--nnodes=2", "-m", "crnn.cli.train"]]
 
 
 def test_lmdb_leftovers_of_another_host_are_never_removed(tmp_path):
@@ -316,7 +336,6 @@ def test_ctrl_c_while_waiting_for_the_other_machines_stops_at_once(tmp_path, wor
     """One of two machines started: it says it is waiting; Ctrl-C ends it within seconds with one line and 130."""
     import shutil
     import signal
-    import time
 
     shutil.copytree(words_lmdb, tmp_path / "words.lmdb")
     proc = _node(tmp_path / "run", words_lmdb, free_port(), 300)
@@ -326,11 +345,10 @@ def test_ctrl_c_while_waiting_for_the_other_machines_stops_at_once(tmp_path, wor
             line = proc.stdout.readline()
             assert line, seen[-3000:]
             seen += line
-        t0 = time.monotonic()
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
-        seen += proc.communicate(timeout=30)[0]
-        took = time.monotonic() - t0
+        seen += proc.communicate(timeout=60)[0]  # a safety net: it waits 300 s for the other machine unless stopped
     finally:
         kill_tree(proc)
-    assert proc.returncode == 130 and took < 15 and "Traceback" not in seen, seen[-3000:]
-    assert len([ln for ln in seen.splitlines() if ln.startswith("train_ddp.sh: ") and "waiting" not in ln]) == 1
+    assert proc.returncode == 130 and "Traceback" not in seen, seen[-3000:]
+    said = [ln for ln in seen.splitlines() if ln.startswith("train_ddp.sh: ") and "waiting" not in ln]
+    assert said == ["train_ddp.sh: interrupted; run the same command again to resume from last.pt"], said
