@@ -31,7 +31,7 @@ def test_dry_run_writes_every_result_file_and_exits_0(tmp_path):
     assert all("rc=0" in ln for ln in summary), summary
     tests_log = (tmp_path / "tests.log").read_text(encoding="utf-8")
     # the GPU run's own selection (pytest -m cuda tests/): on the CPU every one of them skips, with its reason
-    assert "-m cuda tests/" in (REPO / "scripts/gpu_session.sh").read_text(encoding="utf-8")
+    assert (REPO / "scripts/gpu_session.sh").read_text(encoding="utf-8").count("-m pytest -m cuda tests/ ") == 2
     assert re.search(r"\d+ skipped, \d+ deselected", tests_log) and "failed" not in tests_log, tests_log[-3000:]
     assert "SKIPPED" in tests_log and "needs a CUDA GPU" in tests_log
     assert "test_health.py::test_clock_waits_for_queued_cuda_work" in tests_log  # cuda tests outside test_cuda.py
