@@ -210,6 +210,25 @@ def test_cuda_marker_is_registered():
     assert re.search(r"^\s+cuda:", cfg, re.M), "setup.cfg [tool:pytest] markers has no cuda entry"
 
 
+def test_skips_are_summarised_by_what_the_machine_lacks():
+    """conftest's summary groups every skip reason this suite gives (CUDA, EasyOCR, fonts, Chromium, jieba, crops)."""
+    from tests.conftest import skip_group
+
+    cases = {
+        "needs a CUDA GPU (torch.cuda.is_available() is False)": "a CUDA GPU",
+        "needs two CUDA GPUs (torch sees 0); the lent GPU machines have one": "a CUDA GPU",
+        "easyocr is not installed (pip install easyocr)": "EasyOCR",
+        "DejaVu fonts not installed (apt-get install fonts-dejavu-core)": "fonts",
+        "needs fonts-noto-cjk": "fonts",
+        "Debian's chromium is not installed (scripts/setup.sh installs it as root)": "Chromium",
+        "could not import 'jieba': No module named 'jieba'": "jieba",
+        "the shared iiit5k_train crops are not available": "the shared real crops",
+    }
+    for reason, label in cases.items():
+        assert skip_group(reason).startswith(label), (reason, skip_group(reason))
+    assert skip_group("no Chinese model in this checkout") == "other: no Chinese model in this checkout"
+
+
 # ----------------------------------------------------------------------------- training steps
 @cuda
 @needs_cuda

@@ -53,7 +53,8 @@ def test_collate_without_charset_and_all_skipped():
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="pinning needs a CUDA GPU (torch.cuda.is_available() is False)")
+@pytest.mark.skipif(not torch.cuda.is_available(),
+                    reason="pinning needs a CUDA GPU (torch.cuda.is_available() is False)")
 def test_batch_pin_memory():
     batch = Collate(ALNUM)([(torch.zeros(1, 8, 12), "a")]).pin_memory()
     assert batch.images.is_pinned() and batch.targets.is_pinned()
