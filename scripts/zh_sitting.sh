@@ -41,7 +41,8 @@ case "${1:-}" in
     shift
     running && { echo "zh_sitting: already running (pid $(cat "$PIDFILE")); see $OUT/train.log" >&2; exit 1; }
     bash scripts/setup.sh
-    "$PY" scripts/zh_benchmark.py --build-only --sets heldout,unseen_clean,unseen_print --num 500
+    "$PY" scripts/face_manifest.py --fetch  # the npm faces (training and yardstick) into the font cache, once
+    "$PY" scripts/zh_benchmark.py --build-only --sets heldout,unseen_clean,unseen_print,dev_print --num 500
     mkdir -p "$OUT"
     if [ ! -f "$OUT/last.pt" ] && [ -f "$PACK" ]; then
       echo "zh_sitting: continuing from the sitting pack $PACK"

@@ -483,8 +483,10 @@ def test_shipped_recipe_is_the_cpu_one():
     cfg = load_config(REPO / "configs/shipped_zh.yaml")
     assert cfg.model.variant == "vgg_small_w8" and cfg.model.charset == "zh_gb2312"
     assert cfg.data.synth_online and cfg.data.val[0] == "data/zh_bench/heldout"  # the curve's and best.pt's set
-    assert cfg.data.val[1:] == ["data/zh_bench/unseen_clean", "data/zh_bench/unseen_print"]
+    assert cfg.data.val[1:] == ["data/zh_bench/unseen_clean", "data/zh_bench/unseen_print",
+                                "data/zh_bench/dev_print"]  # issue 43's development faces; never the final ones
     assert cfg.train.protocol == "unicode"
+    assert 0 < cfg.data.synth_squeeze <= 1 and 0 < cfg.data.synth_weight <= 1 and 0 < cfg.data.synth_jitter <= 1
 
 
 def test_plot_curve_draws_both_panels_and_names_a_missing_set(tmp_path, capsys):
