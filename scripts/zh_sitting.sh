@@ -13,7 +13,8 @@
 # CPU-seconds, with the CPU of every row): commit both. report (not while training: it measures lines/s): the pack
 # beside PP-OCRv4 and PP-OCRv6 small on 2,000 lines per set (runs/zh/bench.json and bench.md;
 # data/zh_bench_2000/readings.tsv), crnn-eval on the held-out set, the learning curve's picture and the sets' contact
-# sheet (weights/crnn_zh_lines_curve.png, weights/crnn_zh_lines_sheet.png)
+# sheet (weights/crnn_zh_lines_curve.png, weights/crnn_zh_lines_sheet.png), and issue 43's faces held out by design
+# (1,200 lines per set: runs/zh/faces.json and faces.md)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -82,7 +83,12 @@ case "${1:-}" in
       --target 0.01 --out weights/crnn_zh_lines_curve.png
     cp data/zh_bench_2000/contact_sheet.png weights/crnn_zh_lines_sheet.png
     cat "$OUT/bench.md"
-    echo "zh_sitting: figures in $OUT/bench.md; put them in README.md and weights/README.md, commit with the pack"
+    # issue 43's honest yardstick: the faces held out by design (development and final), per face, beside the peers
+    "$PY" scripts/zh_benchmark.py --weights zh --sets dev_print,final_print --num 1200 --work data/zh_faces \
+      --json --markdown "$OUT/faces.md" > "$OUT/faces.json"
+    cat "$OUT/faces.md"
+    echo "zh_sitting: figures in $OUT/bench.md and $OUT/faces.md; put them in docs/chinese.md (counters, headline CER," \
+      "the curve's last row) and weights/README.md (tables, history); commit with the pack"
     ;;
   *) sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; exit 2 ;;
 esac
