@@ -84,6 +84,7 @@ class DataConfig:
     synth_squeeze: float = 0.0
     synth_weight: float = 0.0
     synth_jitter: float = 0.0
+    synth_photos: float = 0.0  # text lines: share of lines set on a crop of a photograph (Debian's wallpapers)
     # true: the loader's workers render every training batch on the fly (data.synth_* settings, train.seed; lines of
     # one batch share their length); data.train is not read, nothing is stored, no line repeats;
     # data.synth_num = lines per (virtual) epoch
@@ -403,7 +404,7 @@ def validate(cfg: Config) -> None:
         raise ConfigError(f"data.synth_pool: must be at least 1, got {cfg.data.synth_pool}")
     if not 0 <= cfg.data.synth_uniform_share <= 1:
         raise ConfigError(f"data.synth_uniform_share: must be within 0..1, got {cfg.data.synth_uniform_share}")
-    for name in ("synth_mixed_fonts", "synth_squeeze", "synth_weight", "synth_jitter"):
+    for name in ("synth_mixed_fonts", "synth_squeeze", "synth_weight", "synth_jitter", "synth_photos"):
         if not 0 <= getattr(cfg.data, name) <= 1:
             raise ConfigError(f"data.{name}: must be within 0..1, got {getattr(cfg.data, name)}")
     if cfg.data.synth_online and cfg.data.synth_num < cfg.data.batch_size:

@@ -210,7 +210,8 @@ def test_font_package_sections_survive_their_own_comments() -> None:
     held = font_packages("cjk-heldout")
     assert held == ["fonts-arphic-gbsn00lp", "fonts-arphic-gkai00mp", "fonts-droid-fallback", "fonts-lxgw-wenkai"]
     assert not set(cjk) & set(held)
-    assert len(font_packages()) == sum(len(font_packages(s)) for s in ("base", "extra", "cjk", "cjk-heldout"))
+    assert len(font_packages()) == sum(len(font_packages(s)) for s in ("base", "extra", "cjk", "cjk-heldout",
+                                                                       "photos"))
 
 
 def test_rare_han_supplement_files_join_no_font_pool(tmp_path) -> None:

@@ -50,7 +50,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "a Western face, as documents mix them (e.g. 0.3; default 0: one face per line)")
     for flag, what in (("squeeze", "squeezed or stretched horizontally 0.5x-1.5x (condensed and wide faces)"),
                        ("weight", "drawn bolder or thinner (strokes dilated or eroded)"),
-                       ("jitter", "whose glyphs each vary in size and baseline")):
+                       ("jitter", "whose glyphs each vary in size and baseline"),
+                       ("photos", "set on a crop of a photograph (Debian's wallpaper packages)")):
         p.add_argument(f"--{flag}", type=float, default=0.0, metavar="SHARE",
                        help=f"text lines: share of lines {what} (e.g. 0.3; default 0: none)")
     p.add_argument("--max-len", type=int, default=20, help="longest text (default 20)")
@@ -70,7 +71,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--workers must be >= 0")
     if args.line_len < 0:
         p.error("--line-len must be >= 1 (or 0 for varied lengths)")
-    for flag in ("mixed_fonts", "squeeze", "weight", "jitter"):
+    for flag in ("mixed_fonts", "squeeze", "weight", "jitter", "photos"):
         if not 0 <= getattr(args, flag) <= 1:
             p.error(f"--{flag.replace('_', '-')} must be within 0..1 (a share of lines)")
     return args
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         opts = SynthOptions(height=args.height, charset=args.charset, max_len=max(args.max_len, args.line_len),
                             words=args.words, text=args.text, line_len=args.line_len, style=args.style,
                             split=args.split, mixed_fonts=args.mixed_fonts, squeeze=args.squeeze,
-                            weight=args.weight, jitter=args.jitter)
+                            weight=args.weight, jitter=args.jitter, photos=args.photos)
         if args.list_fonts:
             fonts = find_fonts(args.fonts, opts.split)
             print("\n".join(fonts))

@@ -33,6 +33,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 from crnn.charset import Charset
+from crnn.data.backgrounds import NoPhotosError, wallpapers
 from crnn.data.fonts import CJK_FONT_PACKAGES, SPLITS, FontInfo, NoFontsError, find_fonts, font_picker, load_font, uncovered
 from crnn.data.lines import UNIFORM_SHARE, describe
 from crnn.data.text import sample_text
@@ -76,6 +77,7 @@ class SynthOptions:
     squeeze: float = 0.0  # lines squeezed or stretched horizontally, 0.5x-1.5x (condensed and wide faces)
     weight: float = 0.0  # lines drawn bolder or thinner by morphology (stroke weights no face has)
     jitter: float = 0.0  # lines whose glyphs each vary in size (+-12 %) and baseline (+-7 % of the size)
+    photos: float = 0.0  # lines set on a crop of a photograph (crnn.data.backgrounds: Debian's wallpapers)
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
@@ -92,7 +94,7 @@ class SynthOptions:
             raise ValueError(f"line_len must be 0 (varied) or 1..max_len ({self.max_len}), got {self.line_len}")
         if not 0.0 <= self.uniform_share <= 1.0:
             raise ValueError(f"uniform_share must be within 0..1, got {self.uniform_share}")
-        for name in ("mixed_fonts", "squeeze", "weight", "jitter"):
+        for name in ("mixed_fonts", "squeeze", "weight", "jitter", "photos"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be within 0..1, got {getattr(self, name)}")
         if self.line_len and text_mode(self) == "words":
@@ -484,9 +486,11 @@ def _photos() -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
-def _photo_background(h: int, w: int, bg: np.ndarray, gap: float, rng: random.Random) -> np.ndarray:
-    """A crop of a natural photograph, scaled to (H, W), its tones squeezed around ``bg`` within the contrast gap."""
-    photos = _photos()
+def _photo_background(h: int, w: int, bg: np.ndarray, gap: float, rng: random.Random,
+                      photos: Sequence[np.ndarray] = ()) -> np.ndarray:
+    """A crop of a natural photograph (of ``photos``, else scikit-image's), scaled to (H, W), its tones squeezed
+    around ``bg`` within the contrast gap."""
+    photos = photos or _photos()
     photo = photos[rng.randrange(len(photos))]
     ph, pw = photo.shape[:2]
     scale = rng.uniform(0.5, 3.0)
@@ -522,7 +526,9 @@ def _compose(stack: np.ndarray, clutter: np.ndarray | None, style: dict[str, Any
     h, w = stack.shape[:2]
     bg_col, fg_col = _palette(rng, style["severity"] < 0.3)
     gap = abs(_luma(fg_col) - _luma(bg_col))
-    if style.get("street") and rng.random() < 0.35:
+    if style.get("photo"):  # SynthOptions.photos: a wallpaper photograph behind the line
+        bg = _photo_background(h, w, bg_col, gap, rng, wallpapers())
+    elif style.get("street") and rng.random() < 0.35:
         bg = _photo_background(h, w, bg_col, gap, rng)
     else:
         bg = _background(h, w, bg_col, gap, rng, nrng)
@@ -642,6 +648,8 @@ def render_word(text: str, rng: random.Random, fonts: list[str], opts: SynthOpti
         stack = _reweigh(stack, rng, fs)
     if opts.squeeze and rng.random() < opts.squeeze:
         stack = _squeeze(stack, rng)
+    if opts.photos:
+        style["photo"] = rng.random() < opts.photos
     style["severity"] = sev = rng.random()
     street = style["street"] = opts.style == "street"
     stack = _warp(stack, rng, fs, street)
@@ -712,6 +720,11 @@ def check_options(opts: SynthOptions, fonts: Sequence[str]) -> None:
                 f"{' '.join(CJK_FONT_PACKAGES)}) or pass --fonts DIR")
     if opts.style == "street":
         _photos()  # a missing scikit-image fails here, not in a worker halfway through
+    if opts.photos:
+        try:
+            wallpapers()  # ... and missing wallpapers too
+        except NoPhotosError as e:
+            raise MissingPhotosError(str(e)) from None
     make_sample(0, 0, fonts, opts)
 
 

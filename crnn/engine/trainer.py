@@ -74,7 +74,8 @@ def synth_options(cfg: Config, style: str = "default"):
     lines = SynthOptions(charset=cfg.model.charset, height=cfg.data.height, max_len=cfg.data.max_label_length,
                          text="lines", style=style, line_len=cfg.data.synth_line_len,
                          uniform_share=cfg.data.synth_uniform_share, mixed_fonts=cfg.data.synth_mixed_fonts,
-                         squeeze=cfg.data.synth_squeeze, weight=cfg.data.synth_weight, jitter=cfg.data.synth_jitter)
+                         squeeze=cfg.data.synth_squeeze, weight=cfg.data.synth_weight, jitter=cfg.data.synth_jitter,
+                         photos=cfg.data.synth_photos)
     if text_mode(SynthOptions(charset=cfg.model.charset)) == "lines":
         return lines
     return SynthOptions(text="words", style=style)
