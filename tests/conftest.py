@@ -50,7 +50,7 @@ SKIP_GROUPS = [
     ("fonts (scripts/setup.sh installs them)", ("font", "dejavu")),
     ("Chromium (scripts/setup.sh installs it)", ("chromium",)),
     ("jieba (pip install -e '.[zh]')", ("jieba",)),
-    ("the shared real crops ($CRNN_SHARED_DATA, else ../shared/data)", ("shared", "iiit5k")),
+    ("the shared real crops (set $CRNN_SHARED_DATA to their folder)", ("real crops", "iiit5k", "svt_train")),
 ]
 
 
