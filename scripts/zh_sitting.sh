@@ -79,7 +79,9 @@ case "${1:-}" in
       >> "$OUT/bench.md"
     .venv/bin/crnn-eval --weights zh --data data/zh_bench_2000/heldout --protocol unicode | grep -A 2 "^dataset"
     "$PY" scripts/plot_curve.py "$CURVE@heldout=shipped_zh" "$CURVE@unseen_clean=shipped_zh, unseen fonts clean" \
-      "$CURVE@unseen_print=shipped_zh, unseen fonts print damage" benchmarks/zh_curves/baseline_w4.tsv=zh_baseline_w4 \
+      "$CURVE@unseen_print=shipped_zh, unseen fonts print damage" \
+      "$CURVE@dev_print=shipped_zh, faces held out by design (dev), print damage" \
+      benchmarks/zh_curves/baseline_w4.tsv=zh_baseline_w4 \
       --target 0.01 --out weights/crnn_zh_lines_curve.png
     cp data/zh_bench_2000/contact_sheet.png weights/crnn_zh_lines_sheet.png
     cat "$OUT/bench.md"
