@@ -333,6 +333,26 @@ def build_set(name: str, work: Path, num: int) -> Path:
     return folder
 
 
+def real_set(folder: Path) -> tuple[str, str]:
+    """(set name, title) of a folder of real (photographed) lines: its gt.txt and a SOURCE.txt whose lines name the
+    source (``source: ...``) and the licence (``licence: ...``). ValueError, naming what is missing, otherwise:
+    photographed lines count only with a named source and licence."""
+    src = folder / "SOURCE.txt"
+    if not (folder / "gt.txt").is_file():
+        raise ValueError(f"{folder}: no gt.txt (lines of PATH<TAB>TEXT)")
+    fields = {}
+    if src.is_file():
+        for ln in src.read_text(encoding="utf-8").splitlines():
+            key, colon, value = ln.partition(":")
+            if colon and value.strip():
+                fields[key.strip().lower().replace("license", "licence")] = value.strip()
+    missing = [k for k in ("source", "licence") if k not in fields]
+    if missing:
+        raise ValueError(f"{folder}: photographed lines count only with a named source and licence: write "
+                         f"{src} with a line 'source: ...' and a line 'licence: ...' (missing: {', '.join(missing)})")
+    return f"real:{folder.name}", f"photographed: {folder.name} ({fields['source']}; {fields['licence']})"
+
+
 def read_set(folder: Path, num: int | None = None) -> tuple[list[str], list[str]]:
     """(image paths, labels) of the first ``num`` lines (None: all) of a built set."""
     paths, labels = [], []
@@ -530,7 +550,8 @@ def markdown(rows: list[dict], sets: list[str], num: int, threads: int) -> str:
     for r in rows:
         cells = [f"{100 * r[s]['cer']:.2f} % / {100 * r[s]['line_acc']:.1f} %" for s in sets]
         out.append(f"| {r['model']} | " + " | ".join(cells) + f" | {r['lines_per_s']:.0f} |")
-    lengths = ", ".join(f"{s}: {'%d-%d' % LONG_LEN if s == 'long' else f'{MIN_LEN}-{MAX_LEN}'}" for s in sets)
+    lengths = ", ".join(f"{s}: {'%d-%d' % LONG_LEN if s == 'long' else 'as photographed' if s.startswith('real:') else f'{MIN_LEN}-{MAX_LEN}'}"
+                        for s in sets)
     out.append(f"\n{num} lines per set (characters per line: {lengths}; text: held-out corpus words), protocol unicode; "
                f"speed over all sets, {threads} thread(s). " + "; ".join(f"{r['model']}: {r['how']}" for r in rows))
     return "\n".join(out)
@@ -606,6 +627,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--work", default=str(REPO / "data" / "zh_bench"), help="where the sets are cached")
     p.add_argument("--sets", default=",".join(SETS), help=f"comma-separated sets of {','.join(ALL_SETS)} "
                    f"(default {','.join(SETS)})")
+    p.add_argument("--real", action="append", default=[], metavar="DIR",
+                   help="also read a folder of photographed lines (gt.txt + SOURCE.txt naming its source and "
+                        "licence), reported as a set of its own; repeatable")
     p.add_argument("--threads", type=int, default=2, help="torch / onnxruntime threads (default 2)")
     p.add_argument("--no-ppocr", action="store_true", help="leave PP-OCRv4 and PP-OCRv6 small out")
     p.add_argument("--sheet", default=None, help="contact sheet PNG (default: WORK/contact_sheet.png)")
@@ -638,6 +662,14 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         paths[s], labels[s] = read_set(build_set(s, work, args.num), args.num)
         print(f"set {s}: {len(paths[s])} lines in {work / s} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+    for folder in map(Path, args.real):
+        try:
+            name, SET_TITLES[name] = real_set(folder)
+        except ValueError as e:
+            print(f"zh_benchmark: error: {e}", file=sys.stderr)
+            return 2
+        sets.append(name)
+        paths[name], labels[name] = read_set(folder)
     if args.build_only:
         return 0
     columns = []

@@ -369,3 +369,21 @@ def test_the_docs_state_the_committed_chinese_model_as_it_is():
     for doc in (REPO / "docs" / "chinese.md", REPO / "weights" / "README.md"):
         text = doc.read_text(encoding="utf-8")
         assert counters in text and cer in text and "@@" not in text, doc
+
+
+def test_photographed_lines_count_only_with_a_named_source_and_licence(bench, tmp_path):
+    """zh_benchmark --real DIR: a folder of real lines is a set of its own, and only with SOURCE.txt naming both."""
+    folder = tmp_path / "shop_signs"
+    folder.mkdir()
+    with pytest.raises(ValueError, match="no gt.txt"):
+        bench.real_set(folder)
+    (folder / "gt.txt").write_text("a.jpg\t鸭血粉丝\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"named source and licence: write .*SOURCE.txt .*\(missing: source, licence\)"):
+        bench.real_set(folder)
+    (folder / "SOURCE.txt").write_text("source: photographed by the maintainers, 2026\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"\(missing: licence\)"):
+        bench.real_set(folder)
+    (folder / "SOURCE.txt").write_text("Source: photographed by the maintainers, 2026\nLicense: CC BY 4.0\n",
+                                       encoding="utf-8")
+    assert bench.real_set(folder) == (
+        "real:shop_signs", "photographed: shop_signs (photographed by the maintainers, 2026; CC BY 4.0)")
