@@ -4,7 +4,7 @@
 (``train``; ``heldout``: the first yardstick's faces, kept out of training; ``dev`` / ``final``: the honest
 yardstick's faces, held out by design - no designer, foundry or parent design shared with a training face), its
 style, distributor and package (Debian or npm) with version, the file, the family, the designer or foundry and the
-parent design. Training never draws a face whose role is not ``train`` (:func:`heldout_files`), matched by file name.
+parent design. Training never draws a face whose role is not ``train`` (:func:`face_role`), matched by file name.
 
 Faces from the npm registry come as web fonts: a tarball whose ``woff2`` slices each hold a part of the font's
 characters (by Unicode range). :func:`fetch_webfont` packs the package with ``npm pack``, merges the slices of one
@@ -77,30 +77,22 @@ def faces(role: str | None = None) -> list[Face]:
     return [f for f in load_manifest() if role in (None, f.role)]
 
 
-@functools.lru_cache(maxsize=1)
-def heldout_files() -> frozenset[str]:
-    """Lower-case file names of every face that training must never draw (role heldout, dev or final)."""
-    return frozenset(f.file.lower() for f in load_manifest() if f.role != "train")
-
-
 def face_role(path: str) -> str:
     """The manifest role of a font file (matched by file name); ``train`` for any file it does not list."""
-    return _roles().get(os.path.basename(path).lower(), "train")
-
-
-@functools.lru_cache(maxsize=1)
-def _roles() -> dict[str, str]:
-    return {f.file.lower(): f.role for f in load_manifest()}
+    face = _by_file().get(os.path.basename(path).lower())
+    return face.role if face else "train"
 
 
 def face_package(path: str) -> str:
     """The package a font file came in (the manifest's, matched by file name), else its folder."""
-    return _packages().get(os.path.basename(path).lower()) or os.path.dirname(path)
+    face = _by_file().get(os.path.basename(path).lower())
+    return face.package if face else os.path.dirname(path)
 
 
 @functools.lru_cache(maxsize=1)
-def _packages() -> dict[str, str]:
-    return {f.file.lower(): f.package for f in load_manifest()}
+def _by_file() -> dict[str, Face]:
+    """The manifest's faces by lower-case file name."""
+    return {f.file.lower(): f for f in load_manifest()}
 
 
 def font_cache_dir() -> str:

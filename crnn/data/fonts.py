@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from PIL import ImageFont
 
-from crnn.data.faces import face_package, face_role, font_cache_dir, heldout_files
+from crnn.data.faces import face_package, face_role, font_cache_dir
 from crnn.data.lines import is_han
 
 SYSTEM_FONT_DIRS: tuple[str, ...] = (
@@ -84,10 +84,6 @@ _MISSING_PROBE = "\U0010fffd"  # private-use codepoint: no font maps it, so it d
 HAN_PROBE = "的一是国人"  # a font drawing these is a CJK font ...
 HAN_PROBE_TRADITIONAL = "的一是國人"  # ... and so is a traditional-only one (Big5 faces: cwTeX, AR PL Mingti2L Big5)
 CJK_FONT_PACKAGES: tuple[str, ...] = tuple(font_packages("cjk"))  # scripts/setup.sh installs them
-# CJK faces kept out of every training set: every face of crnn/data/cjk_faces.tsv whose role is not "train" (the
-# first yardstick's held-out faces, the honest yardstick's dev and final faces). Matched by file name, so a user's own
-# copy of these faces is held out too.
-HELDOUT_FONT_FILES = heldout_files()
 # train: no held-out face; heldout / dev / final: the Latin faces and the CJK faces of that role only; all: everything
 SPLITS = ("train", "heldout", "dev", "final", "all")
 _QUICK_PROBE = 24  # characters tried before probing a whole alphabet: a font drawing none of them is skipped
@@ -228,8 +224,10 @@ def _candidate_files(dirs: Sequence[str]) -> list[str]:
 
 
 def is_heldout_font(path: str) -> bool:
-    """A held-out CJK face (:data:`HELDOUT_FONT_FILES`, any role but train), never drawn into training data."""
-    return os.path.basename(path).lower() in HELDOUT_FONT_FILES
+    """A held-out CJK face, never drawn into training data: every face of crnn/data/cjk_faces.tsv whose role is not
+    ``train`` (the first yardstick's held-out faces, the honest yardstick's dev and final faces). Matched by file name,
+    so a user's own copy of these faces is held out too."""
+    return face_role(path) != "train"
 
 
 def _in_split(path: str, info: FontInfo, split: str) -> bool:
