@@ -67,7 +67,7 @@ MIN_LEN, MAX_LEN = 4, 12
 LONG_LEN = (24, 40)  # lines 2-3x longer than any training line: does reading at the image's own width hold up?
 SEEDS = {"heldout": 2301, "seen": 2302, "clean": 2303, "long": 2304, "unseen_clean": 2305, "unseen_print": 2306,
          "dev_print": 4301, "final_print": 4302}
-VERSION = 1  # bump when the way a set is built changes (the cache is rebuilt)
+VERSION = 2  # bump when the way a set is built changes (the cache is rebuilt); 2: faces drawn balanced by package
 NOTO_CJK = "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"
 PPOCR = "PP-OCRv4 (rapidocr)"
 PPOCR6 = "PP-OCRv6 small (rapidocr 3.10)"
