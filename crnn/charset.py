@@ -42,6 +42,8 @@ BUILTIN_CHARSETS: dict[str, str] = {
     "digits": string.digits,
     "alnum36": string.digits + string.ascii_lowercase,
     "printable94": string.digits + string.ascii_letters + string.punctuation,
+    # printable ASCII with the space: case, punctuation and the spaces of short lines (the English model, issue 44)
+    "printable95": string.digits + string.ascii_letters + string.punctuation + " ",
     "zh_gb2312": _zh_gb2312(),
 }
 

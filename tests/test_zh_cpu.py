@@ -419,7 +419,8 @@ def test_pack_needs_a_training_checkpoint(tmp_path, capsys):
 def test_sitting_report_refuses_while_training_runs(tmp_path):
     """zh_sitting.sh report measures lines/s: never beside the training it reports on."""
     (tmp_path / "scripts").mkdir()
-    shutil.copy(REPO / "scripts" / "zh_sitting.sh", tmp_path / "scripts")
+    for script in ("zh_sitting.sh", "sitting.sh"):
+        shutil.copy(REPO / "scripts" / script, tmp_path / "scripts")
     (tmp_path / "runs" / "zh").mkdir(parents=True)
     busy = subprocess.Popen(["sleep", "60"])
     try:

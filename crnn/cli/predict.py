@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--amp", choices=AMP_MODES, default="off",
                    help="autocast: off (default), bf16 (CPU or CUDA), fp16 (CUDA only)")
     p.add_argument("--config", help="YAML config for a bare state dict that stores none (model + data geometry)")
-    p.add_argument("--charset", help="charset for a bare state dict (alnum36, digits, printable94, a file, chars)")
+    p.add_argument("--charset", help="charset for a bare state dict (alnum36, digits, printable94, printable95, a file, chars)")
     return p
 
 

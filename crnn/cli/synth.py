@@ -28,7 +28,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--fonts", metavar="DIR", help="font folder to use instead of the system font folders")
     p.add_argument("--height", type=int, default=32, help="image height in pixels (default 32)")
     p.add_argument("--charset", default="printable94",
-                   help="labels are folded to this alphabet: printable94, alnum36, digits, zh_gb2312, a file or a "
+                   help="labels are folded to this alphabet: printable94, printable95 (with space), alnum36, digits, "
+                        "zh_gb2312, a file or a "
                         "literal string (default printable94)")
     p.add_argument("--text", choices=("auto", "words", "lines"), default="auto",
                    help="words: scene-text words; lines: text lines of words, numbers and punctuation; auto "
@@ -53,7 +54,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        ("jitter", "whose glyphs each vary in size and baseline"),
                        ("photos", "set on a crop of a photograph (Debian's wallpaper packages)")):
         p.add_argument(f"--{flag}", type=float, default=0.0, metavar="SHARE",
-                       help=f"text lines: share of lines {what} (e.g. 0.3; default 0: none)")
+                       help=f"share of lines (or words) {what} (e.g. 0.3; default 0: none)")
+    p.add_argument("--signs", type=float, default=0.0, metavar="SHARE",
+                   help="words: share of texts as signs, labels and codes write them: phrases with spaces (OPEN 24 "
+                        "HOURS), camel case (iPhone, eBay), product codes (SKU-4471b); give --charset printable95 to "
+                        "keep spaces in labels (default 0: none)")
+    p.add_argument("--street", type=float, default=0.0, metavar="SHARE",
+                   help="words, --style default: share of images in the street style (default 0: none)")
     p.add_argument("--max-len", type=int, default=20, help="longest text (default 20)")
     p.add_argument("--words", metavar="FILE",
                    help="word list, one per line, most frequent first (default: built-in English list; "
@@ -71,7 +78,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--workers must be >= 0")
     if args.line_len < 0:
         p.error("--line-len must be >= 1 (or 0 for varied lengths)")
-    for flag in ("mixed_fonts", "squeeze", "weight", "jitter", "photos"):
+    for flag in ("mixed_fonts", "squeeze", "weight", "jitter", "photos", "signs", "street"):
         if not 0 <= getattr(args, flag) <= 1:
             p.error(f"--{flag.replace('_', '-')} must be within 0..1 (a share of lines)")
     return args
@@ -99,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         opts = SynthOptions(height=args.height, charset=args.charset, max_len=max(args.max_len, args.line_len),
                             words=args.words, text=args.text, line_len=args.line_len, style=args.style,
                             split=args.split, mixed_fonts=args.mixed_fonts, squeeze=args.squeeze,
-                            weight=args.weight, jitter=args.jitter, photos=args.photos)
+                            weight=args.weight, jitter=args.jitter, photos=args.photos, signs=args.signs,
+                            street=args.street)
         if args.list_fonts:
             fonts = find_fonts(args.fonts, opts.split)
             print("\n".join(fonts))

@@ -78,6 +78,8 @@ class SynthOptions:
     weight: float = 0.0  # lines drawn bolder or thinner by morphology (stroke weights no face has)
     jitter: float = 0.0  # lines whose glyphs each vary in size (+-12 %) and baseline (+-7 % of the size)
     photos: float = 0.0  # lines set on a crop of a photograph (crnn.data.backgrounds: Debian's wallpapers)
+    signs: float = 0.0  # words: texts as signs, labels and codes write them (phrases, iPhone, SKU-4471b)
+    street: float = 0.0  # style default: this share of samples in the street style (geometry, camera, photos)
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
@@ -94,7 +96,7 @@ class SynthOptions:
             raise ValueError(f"line_len must be 0 (varied) or 1..max_len ({self.max_len}), got {self.line_len}")
         if not 0.0 <= self.uniform_share <= 1.0:
             raise ValueError(f"uniform_share must be within 0..1, got {self.uniform_share}")
-        for name in ("mixed_fonts", "squeeze", "weight", "jitter", "photos"):
+        for name in ("mixed_fonts", "squeeze", "weight", "jitter", "photos", "signs", "street"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be within 0..1, got {getattr(self, name)}")
         if self.line_len and text_mode(self) == "words":
@@ -587,7 +589,7 @@ _MOTION_KERNELS = (
 
 
 def _camera(img: np.ndarray, rng: random.Random, nrng: np.random.Generator, opts: SynthOptions,
-            sev: float) -> Image.Image:
+            sev: float, street: bool | None = None) -> Image.Image:
     """Resize to the output height and add low resolution, blur, noise and colour jitter.
 
     ``sev`` in [0, 1] scales how likely and how strong the degradations are, so that they do
@@ -601,7 +603,7 @@ def _camera(img: np.ndarray, rng: random.Random, nrng: np.random.Generator, opts
     im = Image.fromarray(np.clip(img, 0, 255).astype(np.uint8))
     R = Image.Resampling
     resample = rng.choice([R.BILINEAR, R.BICUBIC, R.LANCZOS, R.BOX])
-    street = opts.style == "street"
+    street = opts.style == "street" if street is None else street
     if rng.random() < (0.1 + 0.5 * sev if street else 0.4 * sev):  # low resolution, scaled back up
         f = rng.uniform(0.4, 0.7) if street else 1 - sev * rng.uniform(0.3, 0.6)  # street: text ~13-22 px high
         im = im.resize((max(1, round(out_w * f)), max(2, round(H * f))), resample)
@@ -651,14 +653,14 @@ def render_word(text: str, rng: random.Random, fonts: list[str], opts: SynthOpti
     if opts.photos:
         style["photo"] = rng.random() < opts.photos
     style["severity"] = sev = rng.random()
-    street = style["street"] = opts.style == "street"
+    street = style["street"] = opts.style == "street" or bool(opts.street and rng.random() < opts.street)
     stack = _warp(stack, rng, fs, street)
     if rng.random() < (0.2 if street else 0.06):
         stack = _curve(stack, rng, fs, street)
     stack = _crop(stack, _crop_box(stack, rng))
     clutter = _clutter(stack, rng, fonts, fs, opts) if opts.clutter and rng.random() < 0.25 else None
     img = _lighting(_compose(stack, clutter, style, rng, nrng), rng)
-    return _camera(img, rng, nrng, opts, sev)
+    return _camera(img, rng, nrng, opts, sev, street)
 
 
 def _latin_face(text: str, info: FontInfo, picker, rng: random.Random) -> FontInfo | None:
@@ -718,7 +720,7 @@ def check_options(opts: SynthOptions, fonts: Sequence[str]) -> None:
                 f"charset {opts.charset!r}: {len(missing)} of {len(alphabet)} characters cannot be drawn by any of "
                 f"the {len(fonts)} font(s): {describe(missing)}; install fonts that have them (CJK: apt-get install "
                 f"{' '.join(CJK_FONT_PACKAGES)}) or pass --fonts DIR")
-    if opts.style == "street":
+    if opts.style == "street" or opts.street:
         _photos()  # a missing scikit-image fails here, not in a worker halfway through
     if opts.photos:
         try:

@@ -31,6 +31,7 @@ class TextOptions(Protocol):
     text: str  # auto | words | lines
     line_len: int  # lines: fixed length; 0 = 1..max_len
     split: str  # train | heldout | all: which part of the line corpus (and of the CJK fonts) to draw from
+    signs: float  # words: share of texts drawn as signs, labels and codes write (see :func:`sign_text`)
 
 
 @functools.lru_cache(maxsize=4)
@@ -198,10 +199,94 @@ def _candidate(rng: random.Random, opts: TextOptions) -> str:
     return _random_chars(rng, opts)
 
 
+_BRANDS = ("iPhone", "iPad", "iPod", "eBay", "YouTube", "PayPal", "McDonald's", "WiFi", "Wi-Fi", "PlayStation",
+           "JavaScript", "PowerPoint", "LinkedIn", "FedEx", "DeWalt", "GoPro", "KitKat", "HiFi", "eMail", "e-mail",
+           "AutoZone", "WalMart", "MasterCard", "SmartPhone", "OnePlus", "TripAdvisor", "HomeDepot", "iMac",
+           "MacBook", "DVDs", "CDs", "TVs", "PhD", "McLaren", "O'Neill", "D'Angelo", "MySpace", "ThinkPad", "NatWest",
+           "BlackBerry")
+_SIGN_PHRASES = ("OPEN 24 HOURS", "No Parking", "EXIT", "PUSH", "PULL", "Sale", "SALE 50% OFF", "Buy 1 Get 1 Free",
+                 "Keep Out", "Made in USA", "Best Before", "Fire Exit", "Do Not Enter", "Free Wi-Fi", "Now Open",
+                 "Est. 1982", "Car Park", "One Way", "STOP", "Mon-Fri", "9am - 5pm", "Tel:", "Fax:", "www.", "No. 7")
+
+
+def _camel(rng: random.Random, words: tuple[str, ...]) -> str:
+    """Brand and product writing: a known one (``iPhone``, ``McDonald's``) or two words run together (``SmartHome``,
+    ``eCommerce``, ``McWord``)."""
+    r = rng.random()
+    if r < 0.3:
+        return rng.choice(_BRANDS)
+    a, b = _word(rng, words).lower(), _word(rng, words).lower()
+    if r < 0.55:
+        return rng.choice(["i", "e", "my", "Mc", "Mac", "O'", "x"]) + b[:1].upper() + b[1:]
+    if r < 0.8:
+        return a[:1].upper() + a[1:] + b[:1].upper() + b[1:]
+    return a + b[:1].upper() + b[1:]  # camelCase
+
+
+def _code_mixed(rng: random.Random) -> str:
+    """Product codes, models and references as labels print them: ``SKU-4471b``, ``A7-33B``, ``Model X200``,
+    ``#12-B``, ``v2.1``, ``1/2"``, ``4x4``, ``No.15``, ``ISBN 0-19``."""
+    r = rng.random()
+    up, lo = string.ascii_uppercase, string.ascii_lowercase
+    if r < 0.25:
+        head = rng.choice(["SKU", "REF", "Ref", "No.", "Art.", "Lot", "ID", "#", "Item"]) + rng.choice(["", " ", "-", ":"])
+        return (head + _digits(rng, rng.randint(2, 6)) + (rng.choice(up + lo) if rng.random() < 0.3 else ""))
+    if r < 0.45:
+        return "".join(rng.choice(up) for _ in range(rng.randint(1, 3))) + _digits(rng, rng.randint(1, 3)) + \
+            rng.choice(["-", "/", ""]) + _digits(rng, rng.randint(1, 3)) + rng.choice(["", "", rng.choice(up + lo)])
+    if r < 0.6:
+        return rng.choice(["v", "V", "Ver.", "Rev."]) + f"{rng.randint(0, 12)}.{rng.randint(0, 9)}"
+    if r < 0.75:
+        unit = rng.choice(["", "cm", "mm", '"'])
+        return f"{rng.randint(1, 20)}{rng.choice(['x', 'X', '*'])}{rng.randint(1, 20)}{unit}"
+    if r < 0.9:
+        return f"{rng.randint(1, 3)}/{rng.choice([2, 4, 8, 16])}" + rng.choice(['"', "in", " oz", " lb", ""])
+    kind = rng.choice(["Model ", "Type ", "Size ", "Gate ", "Room ", "Bus "])
+    return kind + rng.choice(up) + _digits(rng, rng.randint(1, 3))
+
+
+def _phrase(rng: random.Random, words: tuple[str, ...]) -> str:
+    """A short line of a sign or label: two or three words, a word and a number or price, a sign's stock phrase."""
+    r = rng.random()
+    if r < 0.2:
+        return rng.choice(_SIGN_PHRASES)
+    if r < 0.6:
+        case = rng.random()
+        parts = [_word(rng, words) for _ in range(rng.choice([2, 2, 2, 3]))]
+        if case < 0.4:
+            return " ".join(parts).upper()
+        if case < 0.75:
+            return " ".join(p[:1].upper() + p[1:] for p in parts)
+        return " ".join(parts)
+    if r < 0.85:
+        return _cased(rng, _word(rng, words)) + " " + _number(rng)
+    return _number(rng) + " " + _cased(rng, _word(rng, words))
+
+
+def sign_text(rng: random.Random, words: tuple[str, ...]) -> str:
+    """What signs, labels and codes write beyond single dictionary words (``SynthOptions.signs``): phrases with spaces
+    (``OPEN 24 HOURS``, ``Tea 2.50``), brand and camel case (``iPhone``, ``eBay``), product codes (``SKU-4471b``)."""
+    r = rng.random()
+    if r < 0.45:
+        return _phrase(rng, words)
+    if r < 0.75:
+        return _camel(rng, words)
+    return _code_mixed(rng)
+
+
 def sample_word(rng: random.Random, opts: TextOptions) -> str:
-    """A scene-text word whose label (:func:`text_label`) is non-empty and at most ``max_len`` long."""
+    """A scene-text word whose label (:func:`text_label`) is non-empty and at most ``max_len`` long.
+
+    ``opts.signs`` > 0: that share of texts is drawn by :func:`sign_text` (phrases with spaces, camel case, codes);
+    0 draws exactly what it drew before the option existed."""
+    signs = getattr(opts, "signs", 0.0)
     for attempt in range(100):
         # Unusual alphabets: after a while, fall back to strings of the alphabet's own characters.
+        if attempt < 30 and signs and rng.random() < signs:
+            text = sign_text(rng, load_words(opts.words))
+            if set(text) <= RENDERABLE | {" "} and len(text) <= opts.max_len and text_label(text, opts.charset):
+                return text
+            continue
         text = _candidate(rng, opts) if attempt < 30 else _random_chars(rng, opts)
         label = text_label(text, opts.charset)
         if label is not None and len(text) <= opts.max_len and set(text) <= RENDERABLE:

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# A shipped model's training run in sittings: a run that spans many sittings and machines. Each sitting continues
+# where the last one stopped and ends by writing what the next one needs:
+#   bash scripts/sitting.sh MODEL start [key=value ...]  # set up, then train in the background (runs/MODEL/train.log)
+#   bash scripts/sitting.sh MODEL status                 # is it running; its last log lines and learning-curve rows
+#   bash scripts/sitting.sh MODEL stop                   # stop cleanly (it saves last.pt), then write the sitting pack
+#   bash scripts/sitting.sh MODEL pack                   # only write the pack from runs/MODEL/last.pt
+#   bash scripts/sitting.sh MODEL report                 # after stop: the model card's figures for the pack
+# MODEL: zh - Chinese text lines, configs/shipped_zh.yaml -> weights/crnn_zh_lines.pt (scripts/zh_sitting.sh)
+#        en - English words and short lines, printable ASCII, configs/shipped_en.yaml -> weights/crnn_en.pt (issue 44)
+# start: continues runs/MODEL/last.pt when this machine has it, else the committed sitting pack (fp16 weights, step,
+# lines seen, CPU-seconds; the optimizer starts afresh), else the config's train.init_weights. Two DDP processes x 1
+# thread (NPROC to change). One CPU-heavy run at a time: start refuses while the other model's run is training.
+# stop/pack: the pack and weights/<pack>_curve.tsv (held-out metrics against lines seen and CPU-seconds, with the CPU
+# of every row): commit both. report (not while training: it measures speed): the pack beside the peers on the
+# model's yardstick, and the learning curve's picture.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY=.venv/bin/python
+MODELS="zh en"
+MODEL="${1:-}"
+usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; exit 2; }
+case "$MODEL" in
+  zh) CONFIG=configs/shipped_zh.yaml PACK=weights/crnn_zh_lines.pt CURVE=weights/crnn_zh_lines_curve.tsv ;;
+  en) CONFIG=configs/shipped_en.yaml PACK=weights/crnn_en.pt CURVE=weights/crnn_en_curve.tsv ;;
+  *) usage ;;
+esac
+shift
+OUT=runs/$MODEL
+PIDFILE=$OUT/train.pid
+
+running() { [ -f "runs/${1:-$MODEL}/train.pid" ] && kill -0 "$(cat "runs/${1:-$MODEL}/train.pid")" 2>/dev/null; }
+
+pack() {
+  [ -f "$OUT/last.pt" ] || { echo "sitting: no $OUT/last.pt to pack" >&2; exit 1; }
+  # the pack is read as the recipe says (data.read_width_scale), whatever the run that wrote last.pt was started with
+  local scale
+  scale=$("$PY" -c "from crnn.config import load_config; print(load_config('$CONFIG').data.read_width_scale)")
+  "$PY" -m crnn.cli.convert_ckpt "$OUT/last.pt" "$PACK" --pack --force --read-width-scale "$scale"
+  [ -f "$OUT/curve.tsv" ] && cp "$OUT/curve.tsv" "$CURVE" && echo "wrote $CURVE ($(($(wc -l < "$CURVE") - 1)) rows)"
+  echo "commit them: git add $PACK $CURVE && git commit -m '$MODEL model: sitting at step ...'"
+}
+
+prepare_zh() {
+  "$PY" scripts/face_manifest.py --fetch  # the npm faces (training and yardstick) into the font cache, once
+  "$PY" scripts/zh_benchmark.py --build-only --sets heldout,unseen_clean,unseen_print,dev_print --num 500
+}
+
+prepare_en() {
+  "$PY" scripts/face_manifest.py --fetch  # the web faces (CJK and Latin) into the font cache, once
+  "$PY" scripts/en_benchmark.py --build-dev data/en_dev  # the real development set (issue 44), from ../shared
+}
+
+report_zh() {
+  local scale
+  scale=$("$PY" -c "from crnn.config import load_config; print(load_config('$CONFIG').data.read_width_scale)")
+  "$PY" scripts/zh_benchmark.py --weights zh --width-scale "$scale" --width-scale 1 --num 2000 \
+    --work data/zh_bench_2000 --json --markdown "$OUT/bench.md" > "$OUT/bench.json"
+  { echo; echo "CER by held-out face:"; "$PY" scripts/zh_benchmark.py --work data/zh_bench_2000 --by-font; } \
+    >> "$OUT/bench.md"
+  .venv/bin/crnn-eval --weights zh --data data/zh_bench_2000/heldout --protocol unicode | grep -A 2 "^dataset"
+  "$PY" scripts/plot_curve.py "$CURVE@heldout=shipped_zh" "$CURVE@unseen_clean=shipped_zh, unseen fonts clean" \
+    "$CURVE@unseen_print=shipped_zh, unseen fonts print damage" \
+    "$CURVE@dev_print=shipped_zh, faces held out by design (dev), print damage" \
+    benchmarks/zh_curves/baseline_w4.tsv=zh_baseline_w4 \
+    --target 0.01 --out weights/crnn_zh_lines_curve.png
+  cp data/zh_bench_2000/contact_sheet.png weights/crnn_zh_lines_sheet.png
+  cat "$OUT/bench.md"
+  # issue 43's honest yardstick: the faces held out by design (development and final), per face, beside the peers
+  "$PY" scripts/zh_benchmark.py --weights zh --sets dev_print,final_print --num 1200 --work data/zh_faces \
+    --json --markdown "$OUT/faces.md" > "$OUT/faces.json"
+  cat "$OUT/faces.md"
+  echo "sitting: figures in $OUT/bench.md and $OUT/faces.md; put them in docs/chinese.md (counters, headline CER," \
+    "the curve's last row) and weights/README.md (tables, history); commit with the pack"
+}
+
+report_en() {
+  # the real development set (issue 44) beside EasyOCR, PP-OCRv4 and PP-OCRv6 small, crops/s from the same run
+  "$PY" scripts/en_benchmark.py --weights "$PACK" --weights weights/crnn_vgg_small.pt --data en_dev=data/en_dev \
+    --json --markdown "$OUT/bench.md" > "$OUT/bench.json"
+  "$PY" scripts/plot_curve.py "$CURVE@data/en_dev=exact (case-sensitive)" \
+    "$CURVE@data/en_dev@alnum-insensitive=lower-case alphanumeric" --out weights/crnn_en_curve.png
+  cat "$OUT/bench.md"
+  echo "sitting: figures in $OUT/bench.md; put them in weights/README.md (the English model card); commit with the pack"
+}
+
+case "${1:-}" in
+  start)
+    shift
+    running && { echo "sitting: already running (pid $(cat "$PIDFILE")); see $OUT/train.log" >&2; exit 1; }
+    for other in $MODELS; do
+      [ "$other" != "$MODEL" ] && running "$other" && {
+        echo "sitting: the $other run is training (pid $(cat "runs/$other/train.pid")): one CPU-heavy run at a time;" \
+          "stop it first (bash scripts/sitting.sh $other stop)" >&2; exit 1; }
+    done
+    bash scripts/setup.sh
+    "prepare_$MODEL"
+    mkdir -p "$OUT"
+    if [ ! -f "$OUT/last.pt" ] && [ -f "$PACK" ]; then
+      echo "sitting: continuing from the sitting pack $PACK"
+      cp "$PACK" "$OUT/last.pt"  # train.resume=auto (torchrun's default) takes it, and so does a restarted group
+      [ -f "$OUT/curve.tsv" ] || { [ -f "$CURVE" ] && cp "$CURVE" "$OUT/curve.tsv"; } || true
+    fi
+    nohup setsid scripts/train_ddp.sh --nproc "${NPROC:-2}" --config "$CONFIG" "$@" >> "$OUT/train.log" 2>&1 &
+    echo $! > "$PIDFILE"
+    echo "sitting: training $MODEL in the background (pid $(cat "$PIDFILE")); log: $OUT/train.log"
+    ;;
+  status)
+    running && echo "running (pid $(cat "$PIDFILE"))" || echo "not running"
+    tail -n 5 "$OUT/train.log" 2>/dev/null || true
+    [ -f "$OUT/curve.tsv" ] && { head -1 "$OUT/curve.tsv" | cut -f1-7; tail -n 4 "$OUT/curve.tsv" | cut -f1-7; } || true
+    ;;
+  stop)
+    if running; then
+      pid=$(cat "$PIDFILE")
+      kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
+      for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+      kill -0 "$pid" 2>/dev/null && { echo "sitting: still running after 120 s; see $OUT/train.log" >&2; exit 1; }
+      echo "sitting: stopped"
+    fi
+    pack
+    ;;
+  pack) pack ;;
+  report)
+    running && { echo "sitting: training is running; stop it first (the benchmark measures speed)" >&2; exit 1; }
+    "report_$MODEL"
+    ;;
+  *) usage ;;
+esac
