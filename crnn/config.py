@@ -128,6 +128,9 @@ class TrainConfig:
     resume: str = ""  # "" = none (auto under torchrun) | auto | PATH | none
     init_weights: str = ""  # load model weights only (any checkpoint layout)
     protocol: str = "auto"  # auto (alnum-insensitive for alnum36, else exact) | exact | alnum-insensitive | unicode
+    # validation also scores the same readings (no second pass) under these protocols (exact | alnum-insensitive |
+    # unicode): logged, and written to curve.tsv as rows of set SET@PROTOCOL; [] = train.protocol only
+    extra_protocols: list[str] = field(default_factory=list)
     decoder: str = "greedy"
     show_predictions: int = 5
     max_nonfinite: int = 20  # stop after this many non-finite losses in a row
@@ -427,6 +430,10 @@ def validate(cfg: Config) -> None:
                           "batch (or leave it at 1)")
     if cfg.data.pad == "easyocr" and not cfg.data.keep_ratio:
         raise ConfigError("data.pad: easyocr keeps the aspect ratio; set data.keep_ratio: true")
+    protocols = [p for p in CHOICES["train.protocol"] if p != "auto"]
+    for p in cfg.train.extra_protocols:
+        if p not in protocols:
+            raise ConfigError(f"train.extra_protocols: {p!r} is not one of {', '.join(protocols)}")
     if cfg.train.model_parallel and len(cfg.train.model_parallel) != 2:
         raise ConfigError("train.model_parallel: give two devices, e.g. [cuda:0, cuda:1]")
 

@@ -28,9 +28,13 @@ PANEL_W, PANEL_H, MARGIN_L, MARGIN_R, MARGIN_T, MARGIN_B = 520, 360, 64, 16, 40,
 
 
 def split_spec(spec: str) -> tuple[str, str | None, str]:
-    """``PATH[@SET][=NAME]`` -> (path, set or None, name or ""); an existing file named with an @ stays whole."""
+    """``PATH[@SET][=NAME]`` -> (path, set or None, name or ""); an existing file named with an @ stays whole, and a
+    set may hold an @ itself (``curve.tsv@data/en_dev@alnum-insensitive``: a train.extra_protocols row)."""
     path, _, name = spec.partition("=")
     if "@" in path and not Path(path).is_file():
+        for i in (i for i, c in enumerate(path) if c == "@"):
+            if Path(path[:i]).is_file():
+                return path[:i], path[i + 1:], name
         path, _, own = path.rpartition("@")
         return path, own, name
     return path, None, name

@@ -3,7 +3,8 @@
 A long run is a resumable job that spans sittings, possibly on other machines with other CPUs. Its cost is counted
 in CPU-seconds of every process that works for it (each rank and its data-loader workers, which render or decode the
 data), carried in the checkpoint (:class:`crnn.engine.state.TrainState`) so that the count goes on across resumes, and
-every validation appends one row per validation set to ``OUTPUT_DIR/curve.tsv`` naming the CPU that ran it.
+every validation appends one row per validation set to ``OUTPUT_DIR/curve.tsv`` naming the CPU that ran it (and one
+more per set and ``train.extra_protocols`` entry, its set named ``SET@PROTOCOL``: the same readings, scored otherwise).
 """
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ from crnn.engine import distributed as D
 CURVE_FILE = "curve.tsv"
 COLUMNS = ("step", "lines_seen", "cpu_seconds", "wall_seconds", "set", "cer", "word_acc", "ned_similarity", "cpu",
            "device", "world_size", "threads", "amp", "host", "time")
+
+
+def protocol_set(name: str, protocol: str) -> str:
+    """The curve's set name of a validation set scored under one of train.extra_protocols: ``SET@PROTOCOL``."""
+    return f"{name}@{protocol}"
 
 
 def _children_cpu(pid: int) -> float:

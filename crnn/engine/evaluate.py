@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, is_dataclass
 
 import torch
@@ -32,6 +32,7 @@ class EvalResult:
     cer_first: bool = False  # reports lead with CER (every alphabet but alnum36)
     empty_predictions: int = 0  # predictions that are empty (all blanks), summed over ranks
     top_predictions: list = field(default_factory=list)  # [(text, times predicted, times right)], most frequent first
+    extra: dict = field(default_factory=dict)  # {protocol: metrics} of the same readings under extra_protocols
 
 
 def autocast_context(device: torch.device, amp: str) -> contextlib.AbstractContextManager:
@@ -46,16 +47,20 @@ def autocast_context(device: torch.device, amp: str) -> contextlib.AbstractConte
 def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device: torch.device, *,
              protocol: str = "auto", decoder: str = "greedy", amp: str = "off",
              keep_errors: int = 0, max_examples: int = 8, beam_width: int = 10,
-             on_batch: Callable[[object, list[tuple[str, float]]], None] | None = None) -> EvalResult:
+             on_batch: Callable[[object, list[tuple[str, float]]], None] | None = None,
+             extra_protocols: Sequence[str] = ()) -> EvalResult:
     """Run ``model`` over ``loader`` (batches with .images and .labels) and return metrics summed over ranks.
 
     ``protocol="auto"`` is alnum-insensitive for the alnum36 charset and exact for every other alphabet.
     ``on_batch(batch, readings)`` sees each batch with its (text, confidence) readings (the evaluation report).
+    ``extra_protocols``: the same readings also scored under these protocols (``EvalResult.extra``; one forward pass,
+    their counts summed over ranks in the same all_reduce); one equal to the resolved ``protocol`` is left out.
     """
     protocol = resolve_protocol(protocol, charset.chars)
     was_training = model.training
     model.eval()
     metrics = RecognitionMetrics(protocol=protocol, keep_errors=keep_errors)
+    extras = {p: RecognitionMetrics(protocol=p) for p in dict.fromkeys(extra_protocols) if p != protocol}
     examples: list[tuple[str, str]] = []
     first_images = None
     n_skipped, t0 = 0, time.perf_counter()
@@ -73,6 +78,8 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
         if on_batch is not None:
             on_batch(batch, readings)
         metrics.update(preds, list(batch.labels))
+        for m in extras.values():
+            m.update(preds, list(batch.labels))
         predicted.update(preds)
         right.update(p for p, t in zip(preds, batch.labels)
                      if normalize_text(p, protocol) == normalize_text(t, protocol))
@@ -81,15 +88,19 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
             first_images = images[:max_examples].float().cpu() if first_images is None else first_images
     elapsed = time.perf_counter() - t0
     extra = torch.tensor([float(n_skipped), float(predicted[""])], dtype=torch.float64)
-    counts = all_reduce_sum(torch.cat([metrics.state_tensor(), extra]).to(device)).cpu()
-    state, skipped, empty = counts[:-2], int(counts[-2]), int(counts[-1])  # the 6 metric counts, undecodable, ""
+    states = [metrics.state_tensor(), *(m.state_tensor() for m in extras.values())]
+    counts = all_reduce_sum(torch.cat([*states, extra]).to(device)).cpu()
+    n = states[0].numel()  # the 6 metric counts per protocol, then undecodable, ""
+    state, skipped, empty = counts[:n], int(counts[-2]), int(counts[-1])
     total = RecognitionMetrics.from_state_tensor(state, protocol=protocol)
+    scored = {p: RecognitionMetrics.from_state_tensor(counts[n * k:n * (k + 1)], protocol=p).compute()
+              for k, p in enumerate(extras, 1)}
     model.train(was_training)
     errors = gather_errors(metrics.errors(), keep_errors) if keep_errors > 0 else []
     result = total.compute()  # images/s over all ranks: every rank's images in this rank's time
     return EvalResult(result, result["samples"] / max(elapsed, 1e-9), examples[:max_examples],
                       errors, first_images, state, skipped, protocol, total.removed_share(),
-                      cer_first(charset.chars), empty, top_predictions(predicted, right))
+                      cer_first(charset.chars), empty, top_predictions(predicted, right), scored)
 
 
 def _own_width(loader: Iterable) -> Iterable:

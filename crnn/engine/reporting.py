@@ -113,6 +113,17 @@ def log_validation(name: str, res: EvalResult, step: int, tb, protocol: str) -> 
                     "\n".join(f"    {i}: true `{t}` | pred `{p}`" for i, (t, p) in enumerate(res.examples)), step)
 
 
+def log_extra_protocols(name: str, res: EvalResult, step: int, tb) -> None:
+    """One log line and TensorBoard scalars (``val/SET@PROTOCOL/...``) per train.extra_protocols entry: the same
+    readings as :func:`log_validation`'s, scored under that protocol."""
+    for protocol, m in res.extra.items():
+        log.info("val %s @ %d under %s: %s  (%d samples)", name, step, protocol, format_rates(m, res.cer_first),
+                 m["samples"])
+        if tb is not None:
+            for k in ("word_acc", "cer", "ned_similarity"):
+                tb.add_scalar(f"val/{Path(name).name or name}@{protocol}/{k}", m[k], step)
+
+
 def _fmt_time(s: float) -> str:
     s = int(s)
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"

@@ -22,7 +22,7 @@ from crnn.config import Config, dump_config
 from crnn.engine import distributed as D
 from crnn.engine.autotune import choose_amp
 from crnn.engine.average import WeightAverage
-from crnn.engine.curve import CostClock, append_curve
+from crnn.engine.curve import CostClock, append_curve, protocol_set
 from crnn.engine.checkpoint import CheckpointError, check_not_foreign, load_model_weights, unwrap_model
 from crnn.engine.evaluate import autocast_context, evaluate
 from crnn.engine.alphabet_change import fit_alphabet
@@ -32,7 +32,8 @@ from crnn.engine.finetune import (KEPT_METRICS, ValSets, base_protocol, build_ba
                                   build_teacher, write_interpolated)
 from crnn.engine.health import Health
 from crnn.engine.optim import build_optimizer, build_scaler, build_scheduler, lr_factor  # noqa: F401 (re-exported)
-from crnn.engine.reporting import STOP_SIGNALS, Meter, StopFlag, _fmt_time, log_validation, open_tensorboard
+from crnn.engine.reporting import (STOP_SIGNALS, Meter, StopFlag, _fmt_time, log_extra_protocols, log_validation,
+                                   open_tensorboard)
 from crnn.engine.runtime import Runtime, TrainingError, seed_everything, setup_logging, setup_runtime
 from crnn.engine.state import (TrainState, _checkpoint_problem, check_output_dir, create_output_dir,
                                record_synth_fonts, remove_stale_temporaries, restore, resume_checkpoint,
@@ -218,21 +219,25 @@ def check_label_length(cfg: Config, bare: nn.Module) -> None:
 def validate_all(model, vals: dict, charset, cfg: Config, rt: Runtime, step: int, tb,
                  health: Health | None = None, metrics_out: dict | None = None) -> float | None:
     """Validate on every configured set; return the mean word accuracy (None without validation sets).
-    ``metrics_out`` receives each data.val set's metrics by name."""
+    ``metrics_out`` receives each data.val set's metrics by name, and by ``SET@PROTOCOL`` the same readings scored
+    under each train.extra_protocols entry (which count for nothing else: not the mean, best.pt or health)."""
     if not vals:
         return None
     target = unwrap_model(model) if rt.mode == "ddp" else model
     accs = []
     for name, loader in vals.items():
         res = evaluate(target, loader, charset, rt.device, protocol=cfg.train.protocol,
-                       decoder=cfg.train.decoder, amp=cfg.train.amp, max_examples=cfg.train.show_predictions)
+                       decoder=cfg.train.decoder, amp=cfg.train.amp, max_examples=cfg.train.show_predictions,
+                       extra_protocols=cfg.train.extra_protocols)
         if rt.main:
             log_validation(name, res, step, tb, cfg.train.protocol)
+            log_extra_protocols(name, res, step, tb)
         if health is not None:
             health.validation(name, res, step)
         accs.append(res.metrics["word_acc"])
         if metrics_out is not None:
             metrics_out[name] = res.metrics
+            metrics_out.update({protocol_set(name, p): m for p, m in res.extra.items()})
         if isinstance(vals, ValSets):
             vals.last[name] = {k: res.metrics[k] for k in KEPT_METRICS}
     if isinstance(vals, ValSets):
@@ -349,6 +354,9 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
     charset = Charset.from_config(cfg.model)
     if rt.main:
         log.info(describe_protocol(t.protocol, resolve_protocol(t.protocol, charset.chars)))
+        if extra := [p for p in t.extra_protocols if p != resolve_protocol(t.protocol, charset.chars)]:
+            log.info("validation also scores its readings under %s (train.extra_protocols; curve rows SET@%s)",
+                     ", ".join(extra), extra[0])
     with D.main_process_first(local=False):  # one process of the whole cluster generates; every other rank waits
         if rt.main:
             prepare_data(cfg)
@@ -554,7 +562,8 @@ def _count_nonfinite(st: TrainState, run: int, cfg: Config, rt: Runtime, why: st
 
 def _validate(cfg, rt, model, charset, vals, st: TrainState, tb, health, clock: CostClock | None,
               raw=None) -> float | None:
-    """validate_all, then the learning curve: one curve.tsv row per data.val set with the cost so far. ``raw``: the
+    """validate_all, then the learning curve: one curve.tsv row per data.val set (and per set and extra protocol)
+    with the cost so far. ``raw``: the
     raw weights when ``model`` is their average (train.ema_decay), scored on data.val for the log and TensorBoard."""
     metrics: dict = {}
     acc = validate_all(model, vals, charset, cfg, rt, st.step, tb, health, metrics)
