@@ -1,0 +1,105 @@
+"""The English real development set (issue 44): the committed list is the rule (all of svt_train, iiit5k_train
+IMG/1001..2000), exact in counts and disjoint from the crops that may be trained on; the builder copies exactly the
+listed crops, says in one line where to point CRNN_SHARED_DATA when they are absent, and notices a changed label or
+file. Everything here runs on a fake shared folder made in tmp_path; the real crops, where present, only add a check
+that they are still the listed ones."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from crnn.data import en_dev
+from crnn.data.datasets import open_dataset
+from crnn.shared_data import shared_dataset
+from tests.conftest import render_png
+
+
+def test_the_list_is_the_rule_exact_in_counts():
+    crops = en_dev.dev_crops()
+    by_folder = {f: [c for c in crops if c.folder == f] for f in en_dev.FOLDERS}
+    assert len(crops) == 1257 and {f: len(v) for f, v in by_folder.items()} == {"svt_train": 257, "iiit5k_train": 1000}
+    assert [c.image for c in by_folder["svt_train"]] == [f"IMG/{n}.jpg" for n in range(1, 258)]
+    assert [c.image for c in by_folder["iiit5k_train"]] == [f"IMG/{n}.jpg" for n in range(1001, 2001)]
+    assert len({c.rel for c in crops}) == len(crops)
+    assert all(c.label and c.label == c.label.strip() and "\t" not in c.label and c.label.isascii() for c in crops)
+    assert all(re.fullmatch(r"[0-9a-f]{16}", c.sha256) for c in crops)
+    assert sum(c.label != c.label.lower() and c.label != c.label.upper() for c in crops) > 100  # case matters here
+
+
+def test_the_list_is_disjoint_from_what_may_be_trained_on():
+    listed = {c.rel for c in en_dev.dev_crops()}
+    trainable = {f"iiit5k_train/IMG/{n}.jpg" for n in range(1, 1001)}
+    assert not listed & trainable
+    assert all(en_dev.is_dev(*rel.split("/", 1)) for rel in listed)
+    assert not any(en_dev.is_dev(*rel.split("/", 1)) for rel in trainable)
+    assert not en_dev.is_dev("iiit5k_train", "IMG/2001.jpg") and not en_dev.is_dev("other", "IMG/1.jpg")
+
+
+def _fake_shared(root: Path) -> tuple[Path, Path]:
+    """A shared folder with both sets (three crops each, one of them not listed) and a list of four of them."""
+    rows = ["folder\timage\tlabel\tsha256"]
+    for folder, words in (("svt_train", ["OPEN", "Cafe", "EXIT"]), ("iiit5k_train", ["Hello", "road", "Sale!"])):
+        (root / folder / "IMG").mkdir(parents=True)
+        gt = []
+        for n, word in enumerate(words, 1):
+            path = root / folder / "IMG" / f"{n}.jpg"
+            path.write_bytes(render_png(word))
+            gt.append(f"IMG/{n}.jpg\t{word}\n")
+            if n < 3:
+                rows.append(f"{folder}\tIMG/{n}.jpg\t{word}\t{en_dev.file_hash(path)}")
+        (root / folder / "gt.txt").write_text("".join(gt), encoding="utf-8")
+    listed = root / "list.tsv"
+    listed.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return root, listed
+
+
+def test_the_builder_writes_exactly_the_listed_crops_once(tmp_path):
+    shared, listed = _fake_shared(tmp_path / "shared")
+    out = en_dev.build_en_dev(tmp_path / "dev", shared, list_file=listed)
+    assert (out / "gt.txt").read_text(encoding="utf-8") == (
+        "svt_train/IMG/1.jpg\tOPEN\nsvt_train/IMG/2.jpg\tCafe\niiit5k_train/IMG/1.jpg\tHello\niiit5k_train/IMG/2.jpg\troad\n")
+    assert (out / "iiit5k_train/IMG/2.jpg").read_bytes() == (shared / "iiit5k_train/IMG/2.jpg").read_bytes()
+    assert not (out / "svt_train/IMG/3.jpg").exists()
+    ds = open_dataset(out)  # what crnn-eval and data.val read
+    assert len(ds) == 4 and ds[0][1] == "OPEN"
+    stamp = (out / "gt.txt").stat().st_mtime_ns
+    (shared / "svt_train/gt.txt").unlink()  # built from the same list: kept, the shared folder is not read again
+    assert en_dev.build_en_dev(tmp_path / "dev", shared, list_file=listed) == out
+    assert (out / "gt.txt").stat().st_mtime_ns == stamp
+
+
+def test_absent_crops_are_one_line_naming_the_variable(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CRNN_SHARED_DATA", str(tmp_path / "nowhere"))
+    assert en_dev.main(["--out", str(tmp_path / "dev")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("en_dev: error: the real crops are not in ") and err.count("\n") == 1
+    assert "set CRNN_SHARED_DATA to the folder that holds svt_train/ and iiit5k_train/" in err
+    assert not (tmp_path / "dev").exists()
+
+
+@pytest.mark.parametrize("change", ["label", "file", "gone"])
+def test_a_changed_shared_folder_is_noticed(tmp_path, change):
+    shared, listed = _fake_shared(tmp_path / "shared")
+    gt = shared / "iiit5k_train" / "gt.txt"
+    if change == "label":
+        gt.write_text(gt.read_text(encoding="utf-8").replace("\troad\n", "\tRoad\n"), encoding="utf-8")
+        why = "iiit5k_train/IMG/2.jpg: label 'Road', listed 'road'"
+    elif change == "file":
+        (shared / "iiit5k_train/IMG/2.jpg").write_bytes(render_png("Road"))
+        why = "iiit5k_train/IMG/2.jpg: the file is not the listed one"
+    else:
+        gt.write_text(gt.read_text(encoding="utf-8").replace("IMG/2.jpg\troad\n", ""), encoding="utf-8")
+        why = "iiit5k_train/IMG/2.jpg: not in its gt.txt"
+    with pytest.raises(en_dev.DevSetError, match=re.escape(why)) as e:
+        en_dev.build_en_dev(tmp_path / "dev", shared, list_file=listed)
+    assert "1 of 4 crops differ" in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "dev").exists()
+
+
+def test_the_shared_crops_are_still_the_listed_ones():
+    svt, iiit = shared_dataset("svt_train"), shared_dataset("iiit5k_train")
+    if svt is None or iiit is None:
+        pytest.skip("needs the shared real crops svt_train and iiit5k_train ($CRNN_SHARED_DATA)")
+    en_dev.check_shared(svt.parent, en_dev.dev_crops())
