@@ -26,7 +26,8 @@ class ModelConfig:
     in_channels: int = 1  # 1 = grayscale, 3 = RGB
     hidden: int = 0  # LSTM hidden size; 0 = the variant's default
     batch_norm: bool = True  # false: a BN-free network (batch-size independent; used by equivalence tests)
-    charset: str = "alnum36"  # digits | alnum36 | printable94 | zh_gb2312 | an alphabet file | the characters themselves
+    # digits | alnum36 | printable94 | printable95 (with space) | zh_gb2312 | an alphabet file | the characters themselves
+    charset: str = "alnum36"
     charset_encoding: str = "auto"  # alphabet file encoding: auto (BOM, UTF-8, then GB18030) | utf-8 | gbk | utf-16 | ...
     lowercase: bool | None = None  # fold labels to lower case; None = when the charset has no upper case
     unknown: str = "reject"  # characters outside the charset: reject the sample | drop the character
@@ -79,17 +80,27 @@ class DataConfig:
     # text lines: share of lines in a CJK face whose ASCII runs (numbers, Latin words) are set in a Western face, as
     # documents set them (crnn-synth --mixed-fonts); 0 = every line in one face
     synth_mixed_fonts: float = 0.0
-    # text lines: shares of lines squeezed or stretched 0.5x-1.5x, drawn bolder or thinner, with glyphs jittered in size
-    # and baseline (crnn-synth --squeeze / --weight / --jitter); 0 = off
+    # text lines and words: shares of samples squeezed or stretched 0.5x-1.5x, drawn bolder or thinner, with glyphs
+    # jittered in size and baseline (crnn-synth --squeeze / --weight / --jitter); 0 = off
     synth_squeeze: float = 0.0
     synth_weight: float = 0.0
     synth_jitter: float = 0.0
-    synth_photos: float = 0.0  # text lines: share of lines set on a crop of a photograph (Debian's wallpapers)
+    synth_photos: float = 0.0  # share of samples set on a crop of a photograph (Debian's wallpapers)
+    # words: share of texts as signs, labels and codes write them - phrases with spaces (OPEN 24 HOURS), camel case
+    # (iPhone, eBay), product codes (SKU-4471b) (crnn-synth --signs); 0 = off
+    synth_signs: float = 0.0
+    # words, synth_style default: share of samples in the street style (perspective, arcs, harsh camera, photographs)
+    # (crnn-synth --street); 0 = off
+    synth_street: float = 0.0
     # true: the loader's workers render every training batch on the fly (data.synth_* settings, train.seed; lines of
     # one batch share their length); data.train is not read, nothing is stored, no line repeats;
     # data.synth_num = lines per (virtual) epoch
     synth_online: bool = False
     synth_pool: int = 1  # synth_online: render this many batches at a time and regroup their lines by width (less padding)
+    # synth_online: real crops mixed into the rendered batches - an LMDB or a folder with gt.txt, and the share of
+    # samples taken from it (lightly augmented; which crop goes where follows the seed, so resumes repeat it)
+    synth_real: str = ""
+    synth_real_share: float = 0.0
 
 
 @dataclass
@@ -407,9 +418,15 @@ def validate(cfg: Config) -> None:
         raise ConfigError(f"data.synth_pool: must be at least 1, got {cfg.data.synth_pool}")
     if not 0 <= cfg.data.synth_uniform_share <= 1:
         raise ConfigError(f"data.synth_uniform_share: must be within 0..1, got {cfg.data.synth_uniform_share}")
-    for name in ("synth_mixed_fonts", "synth_squeeze", "synth_weight", "synth_jitter", "synth_photos"):
+    for name in ("synth_mixed_fonts", "synth_squeeze", "synth_weight", "synth_jitter", "synth_photos", "synth_signs",
+                 "synth_street"):
         if not 0 <= getattr(cfg.data, name) <= 1:
             raise ConfigError(f"data.{name}: must be within 0..1, got {getattr(cfg.data, name)}")
+    if not 0 <= cfg.data.synth_real_share <= 1:
+        raise ConfigError(f"data.synth_real_share: must be within 0..1, got {cfg.data.synth_real_share:g}")
+    if cfg.data.synth_real_share > 0 and not (cfg.data.synth_online and cfg.data.synth_real):
+        raise ConfigError("data.synth_real_share: needs data.synth_online=true and data.synth_real=PATH (an LMDB or a "
+                          "folder with gt.txt)")
     if cfg.data.synth_online and cfg.data.synth_num < cfg.data.batch_size:
         raise ConfigError(f"data.synth_online: set data.synth_num (lines per epoch) to at least data.batch_size "
                           f"({cfg.data.batch_size}), got {cfg.data.synth_num}")

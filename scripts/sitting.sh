@@ -49,7 +49,7 @@ prepare_zh() {
 
 prepare_en() {
   "$PY" scripts/face_manifest.py --fetch  # the web faces (CJK and Latin) into the font cache, once
-  "$PY" scripts/en_benchmark.py --build-dev data/en_dev  # the real development set (issue 44), from ../shared
+  "$PY" -m crnn.data.en_dev  # the real development set (issue 44) into data/en_dev, from ../shared, once
 }
 
 report_zh() {

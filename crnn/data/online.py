@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from PIL import Image
-from torch.utils.data import Sampler
+from torch.utils.data import Dataset, Sampler
 
 from crnn.data.collate import Batch
 from crnn.data.lines import line_length
@@ -40,17 +40,24 @@ class SynthBatches:
     (English alphabets) keep their own lengths. ``pool`` > 1: the lines of the pool's batches are sorted by their
     resized width and cut into batches again (in a seeded order), so that a batch pads its lines to a width close to
     their own: lines of one length still differ in width (fonts, sizes, narrow digits and Latin letters).
+
+    ``real`` (a data set of transformed ``(image, label)`` pairs, e.g. real crops with light augmentation) and
+    ``real_share``: that share of samples is a real crop instead, which one and where decided by the seed and the
+    sample's index alone (the same batch on any worker, rank or resume); 0 renders exactly what it rendered before.
     """
 
     def __init__(self, opts: SynthOptions, batch_size: int, seed: int, transform: Callable[[Image.Image], Any],
                  collate: Callable[[list], Batch], batches_per_epoch: int, fonts: Sequence[str] | None = None,
-                 pool: int = 1) -> None:
+                 pool: int = 1, real: Dataset | None = None, real_share: float = 0.0) -> None:
         if batch_size < 1 or batches_per_epoch < 1 or pool < 1:
             raise ValueError(f"batch_size, batches_per_epoch and pool must be >= 1, got {batch_size}, "
                              f"{batches_per_epoch}, {pool}")
+        if not 0.0 <= real_share <= 1.0 or (real_share > 0 and not real):
+            raise ValueError(f"real_share must be within 0..1 and needs a non-empty real data set, got {real_share}")
         self.opts, self.batch_size, self.seed, self.pool = opts, batch_size, seed, pool
         self.transform, self.collate = transform, collate
         self.batches_per_epoch = batches_per_epoch
+        self.real, self.real_share = real, real_share
         self.fonts = tuple(fonts) if fonts else tuple(find_fonts(None, opts.split))
         check_options(opts, self.fonts)  # a missing font or word list fails here, not in a worker
 
@@ -71,6 +78,11 @@ class SynthBatches:
         first = b * self.batch_size
         items = []
         for i in range(first, first + self.batch_size):
+            if self.real_share and self.real is not None:
+                pick = random.Random(f"{self.seed}/real/{i}")
+                if pick.random() < self.real_share:  # a real crop (already transformed by its data set) instead
+                    items.append(self.real[pick.randrange(len(self.real))])
+                    continue
             data, label = make_sample(i, self.seed, self.fonts, opts)
             items.append((self.transform(Image.open(io.BytesIO(data)).convert("RGB")), label))
         return items

@@ -79,7 +79,13 @@ def synth_options(cfg: Config, style: str = "default"):
                          photos=cfg.data.synth_photos)
     if text_mode(SynthOptions(charset=cfg.model.charset)) == "lines":
         return lines
-    return SynthOptions(text="words", style=style)
+    d = cfg.data
+    levers = dict(squeeze=d.synth_squeeze, weight=d.synth_weight, jitter=d.synth_jitter, photos=d.synth_photos,
+                  signs=d.synth_signs, street=d.synth_street)
+    if not any(levers.values()):
+        return SynthOptions(text="words", style=style)  # the English recipes before the levers: the same bytes
+    # a case-sensitive alphabet with a space (printable95) keeps phrases and case in its labels
+    return SynthOptions(text="words", style=style, charset=cfg.model.charset, max_len=d.max_label_length, **levers)
 
 
 def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
@@ -127,7 +133,8 @@ def _online_loader(cfg: Config, charset: Charset, rt: Runtime, geom: dict):
         return build_online_loader(synth_options(cfg, d.synth_style), charset, **geom, batch_size=d.batch_size,
                                    num_workers=d.num_workers, augment=d.augment, seed=d.synth_seed,
                                    batches_per_epoch=max(1, d.synth_num // (d.batch_size * rt.world_size)),
-                                   rank=rt.rank, world_size=rt.world_size, pool=d.synth_pool)
+                                   rank=rt.rank, world_size=rt.world_size, pool=d.synth_pool,
+                                   real=d.synth_real, real_share=d.synth_real_share)
     except (ValueError, NoFontsError) as e:
         raise TrainingError(f"data.synth_online: {e}") from None
 
