@@ -78,21 +78,24 @@ def faces(role: str | None = None) -> list[Face]:
 
 
 def face_role(path: str) -> str:
-    """The manifest role of a font file (matched by file name); ``train`` for any file it does not list."""
+    """The manifest role of a font file (matched by file name, in this manifest or the Latin one,
+    :mod:`crnn.data.latin_faces`); ``train`` for any file they do not list."""
     face = _by_file().get(os.path.basename(path).lower())
     return face.role if face else "train"
 
 
 def face_package(path: str) -> str:
-    """The package a font file came in (the manifest's, matched by file name), else its folder."""
+    """The package a font file came in (the manifests', matched by file name), else its folder."""
     face = _by_file().get(os.path.basename(path).lower())
     return face.package if face else os.path.dirname(path)
 
 
 @functools.lru_cache(maxsize=1)
-def _by_file() -> dict[str, Face]:
-    """The manifest's faces by lower-case file name."""
-    return {f.file.lower(): f for f in load_manifest()}
+def _by_file() -> dict:
+    """The faces of both manifests (CJK and Latin) by lower-case file name."""
+    from crnn.data.latin_faces import load_latin_manifest  # imports this module: loaded on first use
+
+    return {f.file.lower(): f for f in (*load_manifest(), *load_latin_manifest())}
 
 
 def font_cache_dir() -> str:

@@ -3,7 +3,7 @@
 Fonts come from the system font folders (or one folder given by the user). A font is kept when
 it loads, is not a symbol/dingbat/math font, and really draws ``a``-``z``. Per character we know
 whether the font has a glyph (never a tofu box), and whether it is an all-caps display face whose
-lower-case letters are drawn as capitals (then lower case counts as missing, so labels stay true).
+lower-case letters are drawn as capitals or small capitals (then lower case counts as missing, so labels stay true).
 Beyond printable ASCII (Chinese and other scripts), coverage is probed per character of the alphabet
 (:func:`glyph_coverage`); CJK fonts are kept out of the draws for ASCII-only text, whose Latin glyphs
 they only carry as an extra.
@@ -11,9 +11,12 @@ they only carry as an extra.
 from __future__ import annotations
 
 import functools
+import hashlib
+import logging
 import math
 import os
 import re
+import statistics
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +24,11 @@ from dataclasses import dataclass
 from PIL import ImageFont
 
 from crnn.data.faces import face_package, face_role, font_cache_dir
+from crnn.data.latin_faces import latin_face
 from crnn.data.lines import is_han
+from crnn.data.probe_cache import probe_cache
+
+log = logging.getLogger(__name__)
 
 SYSTEM_FONT_DIRS: tuple[str, ...] = (
     "/usr/share/fonts",
@@ -32,7 +39,7 @@ SYSTEM_FONT_DIRS: tuple[str, ...] = (
 FONT_EXTS = (".ttf", ".otf", ".ttc")
 # Symbol, dingbat, icon and math faces map letters to pictures; none of them is a word font.
 EXCLUDE_RE = re.compile(
-    r"symbol|dingbat|d050000l|emoji|icon|awesome|math|braille|ornament|webfont|wingding|powerline"
+    r"symbol|dingbat|d050000l|emoji|icon|awesome|math|braille|ornament|webfont|wingding|powerline|barcode"
     # letters in key-cap boxes, inverse/outline OCR variants, unreadable display faces
     r"|biolinum_k|ocrb[efx]\b|flatline|winks|f500|ferrite"
     # the rare-Han supplements of TW-Kai/TW-Sung (CNS 11643 Ext-B and private-use planes): no common Hanzi, and a
@@ -49,7 +56,7 @@ RARE_STYLE_RE = re.compile(
 )
 RARE_STYLE_WEIGHT = 0.3
 # Signs favour heavy weights: when a folder has bold files, they are drawn this often.
-BOLD_FILE_RE = re.compile(r"bold|black|heavy|semibold|demi|\bbd\b|-b\.", re.I)
+BOLD_FILE_RE = re.compile(r"bold|black|heavy|semibold|demi|\bbd\b|-b\.|-[6-9]00-(?:normal|italic)\b", re.I)
 BOLD_SHARE = 0.45
 # ... and are rarely italic: upright files are preferred this often (shear adds some slant anyway).
 ITALIC_FILE_RE = re.compile(r"italic|oblique|slanted|kursiv", re.I)
@@ -117,21 +124,50 @@ def _mask_signature(font: ImageFont.FreeTypeFont, ch: str) -> tuple | None:
 
 @functools.lru_cache(maxsize=None)
 def font_info(path: str) -> FontInfo | None:
-    """Probe a font file; None when it cannot be loaded or cannot draw a-z."""
+    """Probe a font file; None when it cannot be loaded or cannot draw a-z. What a probe found is kept on disk
+    (:mod:`crnn.data.probe_cache`) until the file changes."""
+    store = probe_cache(font_cache_dir())
+    rec = store.get(path)
+    if rec is not None:
+        return None if _excluded(path, rec["family"], rec["style"]) else _from_record(path, rec)
     try:
         font = ImageFont.truetype(path, _PROBE_SIZE, layout_engine=ImageFont.Layout.BASIC)
         family, style = font.getname()
     except (OSError, ValueError):
         return None
     family, style = family or os.path.basename(path), style or ""
-    if EXCLUDE_RE.search(os.path.basename(path)) or EXCLUDE_RE.search(family):
-        return None
-    if THIN_STYLE_RE.search(style) or THIN_STYLE_RE.search(family) or THIN_STYLE_RE.search(os.path.basename(path)):
+    if _excluded(path, family, style):
         return None
     try:
-        return _probe(path, font, family, style)
+        info = _probe(path, font, family, style)
     except OSError:  # FreeType cannot render its glyphs ("invalid opcode" in a broken hinting program)
+        info = None
+    store.put(path, _to_record(family, style, info))
+    return info
+
+
+def _excluded(path: str, family: str, style: str) -> bool:
+    """A symbol/dingbat/math face or a hairline weight, by its file name, family or style."""
+    name = os.path.basename(path)
+    return bool(EXCLUDE_RE.search(name) or EXCLUDE_RE.search(family) or THIN_STYLE_RE.search(style)
+                or THIN_STYLE_RE.search(family) or THIN_STYLE_RE.search(name))
+
+
+def _to_record(family: str, style: str, info: FontInfo | None) -> dict:
+    """What the probe cache keeps of a probe: the names, and the FontInfo fields unless the face was refused."""
+    rec: dict = {"family": family, "style": style, "ok": info is not None}
+    if info is not None:
+        rec.update(chars="".join(sorted(info.chars)), caps_only=info.caps_only, cap_height=info.cap_height,
+                   cjk=info.cjk)
+    return rec
+
+
+def _from_record(path: str, rec: dict) -> FontInfo | None:
+    """The FontInfo a probe cache record stands for."""
+    if not rec["ok"]:
         return None
+    return FontInfo(path, rec["family"], rec["style"], frozenset(rec["chars"]), rec["caps_only"], rec["cap_height"],
+                    cjk=rec["cjk"])
 
 
 def _probe(path: str, font: ImageFont.FreeTypeFont, family: str, style: str) -> FontInfo | None:
@@ -147,7 +183,7 @@ def _probe(path: str, font: ImageFont.FreeTypeFont, family: str, style: str) -> 
     lower = string.ascii_lowercase
     if not set(lower) <= chars or len({sigs[c] for c in lower}) < 20:
         return None
-    caps_only = sum(sigs[c] == sigs[c.upper()] for c in lower) >= 20
+    caps_only = sum(sigs[c] == sigs[c.upper()] for c in lower) >= 20 or _small_caps(path)
     if caps_only:
         chars -= set(lower)
     box = sigs["H"][0] if sigs["H"] is not None else (0, 0, 0, int(0.7 * _PROBE_SIZE))
@@ -155,6 +191,17 @@ def _probe(path: str, font: ImageFont.FreeTypeFont, family: str, style: str) -> 
     cjk = any(len({_mask_signature(font, ch) for ch in probe} - {None, notdef}) == len(probe)
               for probe in (HAN_PROBE, HAN_PROBE_TRADITIONAL))
     return FontInfo(path, family, style, frozenset(chars), caps_only, cap_height, cjk=cjk)
+
+
+def _small_caps(path: str, size: int = 40) -> bool:
+    """Lower case drawn as small capitals (Cinzel, Cormorant SC, Go Smallcaps, Beteckna): b d h k l rise no higher
+    than x and g p q y sink no lower, by the median of each, within 6 % of the size. Such a face reads "positive" as
+    POSITIVE, so it draws only text without lower case (as an all-caps face does)."""
+    font = ImageFont.truetype(path, size, layout_engine=ImageFont.Layout.BASIC)
+    box = {c: font.getbbox(c) for c in "xbdhklgpqy"}
+    rise = statistics.median(box["x"][1] - box[c][1] for c in "bdhkl")
+    sink = statistics.median(box[c][3] - box["x"][3] for c in "gpqy")
+    return rise < 0.06 * size and sink < 0.06 * size
 
 
 @functools.lru_cache(maxsize=None)
@@ -198,8 +245,34 @@ def glyph_coverage(path: str, alphabet: str) -> frozenset[str]:
     info = font_info(path)
     if info is None:
         return frozenset()
-    others = tuple(sorted(set(alphabet) - set(PRINTABLE) - {" "}))
-    return info.chars | (_drawn(path, others) if others else frozenset()) | {" "}
+    others = _beyond_ascii(alphabet)
+    return info.chars | (_drawn_stored(path, others) if others else frozenset()) | {" "}
+
+
+@functools.lru_cache(maxsize=16)
+def _beyond_ascii(alphabet: str) -> tuple[str, ...]:
+    """The characters of ``alphabet`` beyond printable ASCII and the space, sorted (worked out once per alphabet)."""
+    return tuple(sorted(set(alphabet) - set(PRINTABLE) - {" "}))
+
+
+def _drawn_stored(path: str, chars: tuple[str, ...]) -> frozenset[str]:
+    """:func:`_drawn`, kept in the probe cache beside the font's record (per set of characters asked about), so that
+    a process drawing Chinese lines does not probe every face over the alphabet again (saved by the caller)."""
+    rec = probe_cache(font_cache_dir()).get(path)
+    key = _chars_key(chars)
+    if rec is not None and key in rec.get("drawn", {}):
+        return frozenset(rec["drawn"][key])
+    drawn = _drawn(path, chars)
+    if rec is not None:
+        rec.setdefault("drawn", {})[key] = "".join(sorted(drawn))
+        probe_cache(font_cache_dir()).dirty = True
+    return drawn
+
+
+@functools.lru_cache(maxsize=16)
+def _chars_key(chars: tuple[str, ...]) -> str:
+    """A short name for a set of characters (the probe cache's key for what a font draws of them)."""
+    return hashlib.sha256("".join(chars).encode("utf-8")).hexdigest()[:16]
 
 
 def uncovered(alphabet: str, fonts: Sequence[str]) -> list[str]:
@@ -209,6 +282,7 @@ def uncovered(alphabet: str, fonts: Sequence[str]) -> list[str]:
         left -= glyph_coverage(path, alphabet)
         if not left:
             break
+    probe_cache(font_cache_dir()).save()
     return [c for c in dict.fromkeys(alphabet) if c in left]
 
 
@@ -224,39 +298,50 @@ def _candidate_files(dirs: Sequence[str]) -> list[str]:
 
 
 def is_heldout_font(path: str) -> bool:
-    """A held-out CJK face, never drawn into training data: every face of crnn/data/cjk_faces.tsv whose role is not
-    ``train`` (the first yardstick's held-out faces, the honest yardstick's dev and final faces). Matched by file name,
-    so a user's own copy of these faces is held out too."""
+    """A held-out face, never drawn into training data: every face of crnn/data/cjk_faces.tsv whose role is not
+    ``train`` (the first yardstick's held-out faces, the honest yardstick's dev and final faces) and every held-out
+    face of crnn/data/latin_faces.tsv. Matched by file name, so a user's own copy of these faces is held out too."""
     return face_role(path) != "train"
 
 
-def _in_split(path: str, info: FontInfo, split: str) -> bool:
-    """Whether a font belongs to ``split`` (Latin faces belong to every split; held-out CJK faces only to their
-    role's)."""
+def _in_split(path: str, info: FontInfo, split: str, latin_heldout: bool = False) -> bool:
+    """Whether a font belongs to ``split``: held-out faces (CJK or Latin) only to their role's; the Latin training
+    faces to every split, for Latin-only text, except to ``heldout`` when held-out Latin faces are there
+    (``latin_heldout``: then that split's Latin is theirs alone)."""
     if split == "all":
         return True
     role = face_role(path)
-    return role == "train" if split == "train" else role == split or (role == "train" and not info.cjk)
+    if split == "train" or role != "train":
+        return role == split
+    return not info.cjk and not (split == "heldout" and latin_heldout)
 
 
 def find_fonts(fonts_dir: str | None = None, split: str = "all") -> list[str]:
     """Usable font files, sorted; one file per (family, style). Raises NoFontsError if none.
 
-    ``split``: ``train`` leaves out the held-out CJK faces; ``heldout``, ``dev`` and ``final`` keep the Latin faces
-    and only the CJK faces of that role in crnn/data/cjk_faces.tsv (text lines in faces no training set saw); ``all``
-    keeps everything. Searched: ``fonts_dir``, else the system font folders and the web-font cache
-    (:func:`crnn.data.faces.font_cache_dir`).
+    ``split``: ``train`` leaves out every held-out face (CJK and Latin); ``heldout``, ``dev`` and ``final`` keep only
+    the held-out faces of that role in crnn/data/cjk_faces.tsv and crnn/data/latin_faces.tsv (text in faces no
+    training set saw) and the Latin training faces for Latin-only text - except ``heldout`` once held-out Latin faces
+    are found: then its Latin is drawn in those alone (a check in Latin faces of designers training never saw);
+    ``all`` keeps everything. Searched: ``fonts_dir``, else the system font folders and the web-font cache
+    (:func:`crnn.data.faces.font_cache_dir`, with the Latin web faces in its ``latin/`` folder).
     """
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     if fonts_dir is not None and not os.path.isdir(fonts_dir):
         raise NoFontsError(f"fonts folder {fonts_dir!r} does not exist")
     dirs = [fonts_dir] if fonts_dir is not None else [*SYSTEM_FONT_DIRS, font_cache_dir()]
+    found = [(p, i) for p in _candidate_files(dirs) if (i := font_info(p)) is not None]
+    probe_cache(font_cache_dir()).save()
+    latin_heldout = split == "heldout" and any(face_role(p) == "heldout" and not i.cjk for p, i in found)
+    if split == "heldout":
+        log.info("fonts, split heldout: %s", "Latin text in the held-out Latin faces only" if latin_heldout else
+                 "no held-out Latin face here (python scripts/latin_faces.py --fetch): Latin text in the training "
+                 "Latin faces")
     seen: set[tuple[str, str]] = set()
     fonts: list[str] = []
-    for path in _candidate_files(dirs):
-        info = font_info(path)
-        if info is None or (info.family, info.style) in seen or not _in_split(path, info, split):
+    for path, info in found:
+        if (info.family, info.style) in seen or not _in_split(path, info, split, latin_heldout):
             continue
         seen.add((info.family, info.style))
         fonts.append(path)
@@ -275,11 +360,14 @@ def load_font(path: str, size: int) -> ImageFont.FreeTypeFont:
 
 
 class FontPicker:
-    """Draws fonts that can render a given text, balanced across font folders.
+    """Draws fonts that can render a given text, balanced across font folders and families.
 
     Folders roughly correspond to font packages: each folder gets a weight of
     sqrt(number of files in it), so a 400-font collection does not drown the rest, and
     folders of handwriting/script/fancy faces (``RARE_STYLE_RE``) weigh 0.3 of that.
+    The Latin web faces (crnn/data/latin_faces.tsv, one family per package) are balanced by family: each family
+    weighs what the folders weigh per family they hold (:func:`web_family_weight`), handwriting families 0.3 of it,
+    so the hundreds of web families and the system fonts are drawn family for family alike.
     ASCII-only text is drawn from the non-CJK faces; other text from the faces whose probed glyphs
     (:func:`glyph_coverage` over ``alphabet``) include all of its characters, uniformly.
     """
@@ -295,16 +383,28 @@ class FontPicker:
         self.latin = [p for p in self.fonts if not (infos[p] is not None and infos[p].cjk)] or self.fonts
         groups: dict[str, list[str]] = {}
         for path in self.latin:
-            groups.setdefault(os.path.dirname(path), []).append(path)
+            groups.setdefault(draw_group(path), []).append(path)
         self.groups = [groups[k] for k in sorted(groups)]
+        self.family_weight = web_family_weight(self.groups)
         # per group, keyed (bold?, upright?); an empty choice falls back to the wider one
         self.pools: list[dict[tuple[bool, bool], list[str]]] = []
         for g in self.groups:
             bold = [p for p in g if BOLD_FILE_RE.search(os.path.basename(p))] or g
             self.pools.append({(False, False): g, (False, True): _upright(g),
                                (True, False): bold, (True, True): _upright(bold)})
-        self.weights = [math.sqrt(len(g)) * (RARE_STYLE_WEIGHT if RARE_STYLE_RE.search(g[0]) else 1.0)
-                        for g in self.groups]
+        self.weights = [self._weight(g) for g in self.groups]
+
+    def _weight(self, group: list[str]) -> float:
+        """A group's weight in the draws of ASCII-only text (see the class doc)."""
+        web = latin_face(group[0])
+        if web is not None:
+            return self.family_weight * (RARE_STYLE_WEIGHT if web.category == "handwriting" else 1.0)
+        return math.sqrt(len(group)) * (RARE_STYLE_WEIGHT if RARE_STYLE_RE.search(group[0]) else 1.0)
+
+    def shares(self) -> dict[str, float]:
+        """The share of ASCII-only draws that goes to the Latin web faces and to the other (system) fonts."""
+        web = sum(w for g, w in zip(self.groups, self.weights) if latin_face(g[0]) is not None)
+        return {"web": web / sum(self.weights), "system": 1 - web / sum(self.weights)}
 
     def pick(self, text: str, rng) -> FontInfo:
         """A random font that draws every non-space character of ``text``; ValueError if none."""
@@ -326,12 +426,13 @@ class FontPicker:
         """Per font, the characters of the alphabet it draws (probed on first use)."""
         if self._cover is None:
             self._cover = {p: glyph_coverage(p, self.alphabet) for p in self.fonts}
+            probe_cache(font_cache_dir()).save()
         return self._cover
 
     def _pick_script(self, need: set[str], text: str, rng) -> FontInfo:
         """A font among those that draw every character of ``text`` (beyond ASCII), balanced across packages: each
         package (:func:`face_package`) weighs sqrt(its able files), so Noto's fourteen weights or a package of twenty
-        variants of one design do not drown the single-file designs."""
+        variants of one design do not drown the single-file designs; a Latin web family weighs as in :meth:`pick`."""
         groups: dict[str, list[str]] = {}
         for p, chars in self.coverage().items():
             if need <= chars:
@@ -339,8 +440,23 @@ class FontPicker:
         if not groups:
             raise ValueError(f"no font can draw all of {text!r}")
         able = [groups[k] for k in sorted(groups)]
-        group = able[rng.choices(range(len(able)), weights=[math.sqrt(len(g)) for g in able])[0]]
+        weights = [self.family_weight if latin_face(g[0]) else math.sqrt(len(g)) for g in able]
+        group = able[rng.choices(range(len(able)), weights=weights)[0]]
         return font_info(group[rng.randrange(len(group))])  # type: ignore[return-value]
+
+
+def draw_group(path: str) -> str:
+    """What Latin draws are balanced over: a Latin web face's package (one family), else the file's folder."""
+    web = latin_face(path)
+    return web.package if web is not None else os.path.dirname(path)
+
+
+def web_family_weight(groups: Sequence[Sequence[str]]) -> float:
+    """The weight of one Latin web family: the system folders' weights, sqrt(files) each, per family they hold
+    (1.0 when there is no system font)."""
+    system = [g for g in groups if latin_face(g[0]) is None]
+    families = {i.family for g in system for i in map(font_info, g) if i is not None}
+    return sum(math.sqrt(len(g)) for g in system) / len(families) if families else 1.0
 
 
 def _upright(paths: list[str]) -> list[str]:
