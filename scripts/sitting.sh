@@ -42,13 +42,20 @@ pack() {
   echo "commit them: git add $PACK $CURVE && git commit -m '$MODEL model: sitting at step ...'"
 }
 
+fetch_latin() {  # the Latin web faces (crnn/data/latin_faces.tsv) into the font cache's latin/, once; a failed
+  # package is named and the sitting goes on with the faces it has (the next start fetches the rest)
+  "$PY" scripts/latin_faces.py --fetch || echo "sitting: some Latin web faces were not fetched (see above); going on" >&2
+}
+
 prepare_zh() {
   "$PY" scripts/face_manifest.py --fetch  # the npm faces (training and yardstick) into the font cache, once
+  fetch_latin
   "$PY" scripts/zh_benchmark.py --build-only --sets heldout,unseen_clean,unseen_print,dev_print --num 500
 }
 
 prepare_en() {
-  "$PY" scripts/face_manifest.py --fetch  # the web faces (CJK and Latin) into the font cache, once
+  "$PY" scripts/face_manifest.py --fetch  # the CJK web faces into the font cache, once (Latin lines mix them in)
+  fetch_latin
   "$PY" -m crnn.data.en_dev  # the real development set (issue 44) into data/en_dev, from ../shared, once
 }
 
