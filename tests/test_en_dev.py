@@ -104,3 +104,15 @@ def test_the_shared_crops_are_still_the_listed_ones():
     if svt is None or iiit is None:
         pytest.skip("needs the shared real crops svt_train and iiit5k_train ($CRNN_SHARED_DATA)")
     en_dev.check_shared(svt.parent, en_dev.dev_crops())
+
+
+def test_the_trainable_crops_are_every_shared_crop_the_rule_leaves_out(tmp_path):
+    shared, listed = _fake_shared(tmp_path / "shared")
+    (shared / "iiit5k_train/IMG/1500.jpg").write_bytes(render_png("Dev"))  # a development number: never trainable
+    with open(shared / "iiit5k_train/gt.txt", "a", encoding="utf-8") as f:
+        f.write("IMG/1500.jpg\tDev\n")
+    out = en_dev.build_trainable(tmp_path / "train", shared, list_file=listed)
+    assert (out / "gt.txt").read_text(encoding="utf-8") == (
+        "iiit5k_train/IMG/1.jpg\tHello\niiit5k_train/IMG/2.jpg\troad\niiit5k_train/IMG/3.jpg\tSale!\n")
+    assert not (out / "svt_train").exists() and not (tmp_path / "train.tmp").exists()
+    assert [label for _, label in open_dataset(out)] == ["Hello", "road", "Sale!"]

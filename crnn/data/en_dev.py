@@ -3,6 +3,7 @@ printable ASCII is trained, and never trained on.
 
     python -m crnn.data.en_dev                       # writes data/en_dev/ (gt.txt + the crops) from the shared crops
     python -m crnn.data.en_dev --out DIR --force     # elsewhere / rebuild
+    python -m crnn.data.en_dev --trainable data/en_real_train   # the crops that may be trained on (below)
     crnn-eval --weights en --data data/en_dev        # then read it like any folder with gt.txt (data.val too)
 
 Which crops: all 257 of ``svt_train`` and ``iiit5k_train`` ``IMG/1001.jpg`` .. ``IMG/2000.jpg`` (1,000: a contiguous
@@ -26,6 +27,7 @@ from pathlib import Path
 
 LIST_FILE = Path(__file__).with_name("en_dev.tsv")
 DEFAULT_OUT = Path("data") / "en_dev"
+TRAINABLE_OUT = Path("data") / "en_real_train"
 FOLDERS = ("svt_train", "iiit5k_train")
 IIIT5K_DEV = range(1001, 2001)  # iiit5k_train IMG/N.jpg with N in here is development; below 1001 may be trained on
 EXPECTED = {"svt_train": 257, "iiit5k_train": len(IIIT5K_DEV)}
@@ -133,6 +135,28 @@ def build_en_dev(out: str | os.PathLike = DEFAULT_OUT, shared: str | os.PathLike
     return out
 
 
+def build_trainable(out: str | os.PathLike = TRAINABLE_OUT, shared: str | os.PathLike | None = None,
+                    list_file: str | os.PathLike = LIST_FILE) -> Path:
+    """Write the real crops that may be trained on - every crop of the shared folders that :func:`is_dev` leaves out
+    (``iiit5k_train`` ``IMG/1.jpg`` .. ``IMG/1000.jpg``) - to ``out`` (gt.txt and the crops; rebuilt each call,
+    atomically). The development set's own check runs first, so a changed shared folder is refused here too."""
+    from crnn.shared_data import shared_data_dir
+
+    src = Path(shared) if shared is not None else shared_data_dir()
+    check_shared(src, dev_crops(list_file))
+    keep = [(f, image, label) for f in FOLDERS for image, label in read_gt(src / f).items() if not is_dev(f, image)]
+    out = Path(out)
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    for f, image, _ in keep:
+        (tmp / f / image).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src / f / image, tmp / f / image)
+    (tmp / "gt.txt").write_text("".join(f"{f}/{image}\t{label}\n" for f, image, label in keep), encoding="utf-8")
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Build the development set; one line on stderr and exit 1 when the shared crops are absent or differ."""
     p = argparse.ArgumentParser(prog="python -m crnn.data.en_dev", description=__doc__,
@@ -141,8 +165,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shared", default=None, help="the folder holding svt_train/ and iiit5k_train/ (default: "
                    "$CRNN_SHARED_DATA, else ../shared/data beside the repository)")
     p.add_argument("--force", action="store_true", help="rebuild even when OUT was built from the same list")
+    p.add_argument("--trainable", metavar="DIR", help="write the crops that may be trained on (iiit5k_train "
+                   "IMG/1-1000) to DIR instead, for data.synth_real")
     args = p.parse_args(argv)
     try:
+        if args.trainable:
+            out = build_trainable(args.trainable, args.shared)
+            print(f"{out}: {sum(1 for _ in open(out / 'gt.txt', encoding='utf-8'))} crops that may be trained on")
+            return 0
         out = build_en_dev(args.out, args.shared, args.force)
     except DevSetError as e:
         print(f"en_dev: error: {e}", file=sys.stderr)
