@@ -56,7 +56,7 @@ def _fake_shared(root: Path) -> tuple[Path, Path]:
 
 
 def test_the_builder_writes_exactly_the_listed_crops_once(tmp_path):
-    shared, listed = _fake_shared(tmp_path / "shared")
+    shared, listed = _fake_shared(tmp_path / "fake_shared")
     out = en_dev.build_en_dev(tmp_path / "dev", shared, list_file=listed)
     assert (out / "gt.txt").read_text(encoding="utf-8") == (
         "svt_train/IMG/1.jpg\tOPEN\nsvt_train/IMG/2.jpg\tCafe\n"
@@ -82,7 +82,7 @@ def test_absent_crops_are_one_line_naming_the_variable(tmp_path, monkeypatch, ca
 
 @pytest.mark.parametrize("change", ["label", "file", "gone"])
 def test_a_changed_shared_folder_is_noticed(tmp_path, change):
-    shared, listed = _fake_shared(tmp_path / "shared")
+    shared, listed = _fake_shared(tmp_path / "fake_shared")
     gt = shared / "iiit5k_train" / "gt.txt"
     if change == "label":
         gt.write_text(gt.read_text(encoding="utf-8").replace("\troad\n", "\tRoad\n"), encoding="utf-8")
@@ -107,7 +107,7 @@ def test_the_shared_crops_are_still_the_listed_ones():
 
 
 def test_the_trainable_crops_are_every_shared_crop_the_rule_leaves_out(tmp_path):
-    shared, listed = _fake_shared(tmp_path / "shared")
+    shared, listed = _fake_shared(tmp_path / "fake_shared")
     (shared / "iiit5k_train/IMG/1500.jpg").write_bytes(render_png("Dev"))  # a development number: never trainable
     with open(shared / "iiit5k_train/gt.txt", "a", encoding="utf-8") as f:
         f.write("IMG/1500.jpg\tDev\n")

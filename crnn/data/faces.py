@@ -24,14 +24,12 @@ import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from crnn.data.font_cache import FaceError, font_cache_dir  # noqa: F401  (both are part of this module's API)
+
 MANIFEST = os.path.join(os.path.dirname(__file__), "cjk_faces.tsv")
 ROLES = ("train", "heldout", "dev", "final")
 DROPPED_TABLES = ("GSUB", "GPOS", "GDEF", "BASE", "JSTF", "vhea", "vmtx", "VORG", "DSIG")
 COLUMNS = ("role", "style", "distributor", "package", "version", "file", "family", "designer", "parent", "source")
-
-
-class FaceError(RuntimeError):
-    """A web font that cannot be fetched or merged (no npm, no network, a package without the slices named)."""
 
 
 @dataclass(frozen=True)
@@ -96,11 +94,6 @@ def _by_file() -> dict:
     from crnn.data.latin_faces import load_latin_manifest  # imports this module: loaded on first use
 
     return {f.file.lower(): f for f in (*load_manifest(), *load_latin_manifest())}
-
-
-def font_cache_dir() -> str:
-    """Where merged web fonts live: ``$CRNN_FONT_CACHE``, else ``~/.cache/crnn/fonts``."""
-    return os.path.expanduser(os.environ.get("CRNN_FONT_CACHE") or "~/.cache/crnn/fonts")
 
 
 def merge_slices(paths: list[str], out: str) -> int:

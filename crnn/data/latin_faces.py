@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
-from crnn.data.faces import FaceError, font_cache_dir
+from crnn.data.font_cache import FaceError, font_cache_dir
 
 LATIN_MANIFEST = os.path.join(os.path.dirname(__file__), "latin_faces.tsv")
 LATIN_COLUMNS = ("role", "category", "distributor", "package", "version", "file", "family", "variant", "designer",
