@@ -86,6 +86,9 @@ class DataConfig:
     synth_weight: float = 0.0
     synth_jitter: float = 0.0
     synth_photos: float = 0.0  # share of samples set on a crop of a photograph (Debian's wallpapers)
+    # share of samples whose strokes are bent by a smooth random displacement field, as brushes and hands draw them
+    # (crnn-synth --elastic); 0 = off
+    synth_elastic: float = 0.0
     # words: share of texts as signs, labels and codes write them - phrases with spaces (OPEN 24 HOURS), camel case
     # (iPhone, eBay), product codes (SKU-4471b) (crnn-synth --signs); 0 = off
     synth_signs: float = 0.0
@@ -419,7 +422,7 @@ def validate(cfg: Config) -> None:
     if not 0 <= cfg.data.synth_uniform_share <= 1:
         raise ConfigError(f"data.synth_uniform_share: must be within 0..1, got {cfg.data.synth_uniform_share}")
     for name in ("synth_mixed_fonts", "synth_squeeze", "synth_weight", "synth_jitter", "synth_photos", "synth_signs",
-                 "synth_street"):
+                 "synth_street", "synth_elastic"):
         if not 0 <= getattr(cfg.data, name) <= 1:
             raise ConfigError(f"data.{name}: must be within 0..1, got {getattr(cfg.data, name)}")
     if not 0 <= cfg.data.synth_real_share <= 1:

@@ -143,17 +143,39 @@ def test_data_engine_levers_off_give_the_old_lines_and_on_keep_every_label():
 
     fonts = [CJK_FONT, LATIN_FONT]
     old = SynthOptions(charset=CHARS, text="lines", max_len=8)
-    off = SynthOptions(charset=CHARS, text="lines", max_len=8, squeeze=0.0, weight=0.0, jitter=0.0)
-    for lever in ("squeeze", "weight", "jitter"):
+    off = SynthOptions(charset=CHARS, text="lines", max_len=8, squeeze=0.0, weight=0.0, jitter=0.0, elastic=0.0)
+    for lever in ("squeeze", "weight", "jitter", "elastic"):
         on = SynthOptions(charset=CHARS, text="lines", max_len=8, **{lever: 1.0})
         samples = [(make_sample(i, 5, fonts, old), make_sample(i, 5, fonts, off), make_sample(i, 5, fonts, on))
                    for i in range(8)]
         assert all(a == b for a, b, _ in samples), lever
         assert sum(a[0] != c[0] for a, _, c in samples) >= 7, lever
         assert [a[1] for a, _, _ in samples] == [c[1] for _, _, c in samples], lever
-    for lever in ("squeeze", "weight", "jitter"):
+    for lever in ("squeeze", "weight", "jitter", "elastic"):
         with pytest.raises(ValueError, match=f"{lever} must be within 0..1"):
             SynthOptions(charset=CHARS, **{lever: 1.5})
+
+
+def test_elastic_bends_strokes_a_few_pixels_and_keeps_the_ink():
+    """data.synth_elastic: every mask layer moved by a smooth field no farther than 7 % of the font size (+1 px of
+    interpolation), the same shape, about the same ink, and a different picture for every seed."""
+    import numpy as np
+
+    from crnn.data.synth import _elastic
+
+    fs = 40
+    stack = np.zeros((48, 160, 3), np.uint8)
+    stack[10:38, 20:24, :2] = 255  # a vertical stroke in the fill and outline layers
+    stack[22:26, 30:140, :2] = 255  # a horizontal one
+    outs = [_elastic(stack, random.Random(seed), fs) for seed in range(12)]
+    assert all(o.shape == stack.shape and o.dtype == stack.dtype for o in outs)
+    assert all(abs(int(o[..., 0].sum()) - int(stack[..., 0].sum())) < 0.15 * int(stack[..., 0].sum()) for o in outs)
+    assert all((o[..., 2] == 0).all() for o in outs)  # an empty layer stays empty
+    reach = int(0.07 * fs) + 2
+    for o in outs:
+        cols = np.nonzero(o[5:43, :, 0].max(axis=0) > 127)[0]  # the vertical stroke's ink stays near its columns
+        assert cols.min() >= 20 - reach and o[:, : 20 - reach, 0].max() == 0
+    assert len({o.tobytes() for o in outs}) == 12 and all((o != stack).any() for o in outs)
 
 
 def test_squeeze_scales_the_width_only_within_half_to_one_and_a_half():

@@ -52,7 +52,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for flag, what in (("squeeze", "squeezed or stretched horizontally 0.5x-1.5x (condensed and wide faces)"),
                        ("weight", "drawn bolder or thinner (strokes dilated or eroded)"),
                        ("jitter", "whose glyphs each vary in size and baseline"),
-                       ("photos", "set on a crop of a photograph (Debian's wallpaper packages)")):
+                       ("photos", "set on a crop of a photograph (Debian's wallpaper packages)"),
+                       ("elastic", "whose strokes are bent by a smooth random field (brush and hand drawn shapes)")):
         p.add_argument(f"--{flag}", type=float, default=0.0, metavar="SHARE",
                        help=f"share of lines (or words) {what} (e.g. 0.3; default 0: none)")
     p.add_argument("--signs", type=float, default=0.0, metavar="SHARE",
@@ -78,7 +79,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--workers must be >= 0")
     if args.line_len < 0:
         p.error("--line-len must be >= 1 (or 0 for varied lengths)")
-    for flag in ("mixed_fonts", "squeeze", "weight", "jitter", "photos", "signs", "street"):
+    for flag in ("mixed_fonts", "squeeze", "weight", "jitter", "photos", "signs", "street", "elastic"):
         if not 0 <= getattr(args, flag) <= 1:
             p.error(f"--{flag.replace('_', '-')} must be within 0..1 (a share of lines)")
     return args
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                             words=args.words, text=args.text, line_len=args.line_len, style=args.style,
                             split=args.split, mixed_fonts=args.mixed_fonts, squeeze=args.squeeze,
                             weight=args.weight, jitter=args.jitter, photos=args.photos, signs=args.signs,
-                            street=args.street)
+                            street=args.street, elastic=args.elastic)
         if args.list_fonts:
             fonts = find_fonts(args.fonts, opts.split)
             print("\n".join(fonts))

@@ -79,6 +79,7 @@ class SynthOptions:
     jitter: float = 0.0  # lines whose glyphs each vary in size (+-12 %) and baseline (+-7 % of the size)
     photos: float = 0.0  # lines set on a crop of a photograph (crnn.data.backgrounds: Debian's wallpapers)
     signs: float = 0.0  # words: texts as signs, labels and codes write them (phrases, iPhone, SKU-4471b)
+    elastic: float = 0.0  # samples whose strokes are bent by a smooth random field (brush and hand drawn shapes)
     street: float = 0.0  # style default: this share of samples in the street style (geometry, camera, photos)
 
     def __post_init__(self) -> None:
@@ -96,7 +97,7 @@ class SynthOptions:
             raise ValueError(f"line_len must be 0 (varied) or 1..max_len ({self.max_len}), got {self.line_len}")
         if not 0.0 <= self.uniform_share <= 1.0:
             raise ValueError(f"uniform_share must be within 0..1, got {self.uniform_share}")
-        for name in ("mixed_fonts", "squeeze", "weight", "jitter", "photos", "signs", "street"):
+        for name in ("mixed_fonts", "squeeze", "weight", "jitter", "photos", "signs", "street", "elastic"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be within 0..1, got {getattr(self, name)}")
         if self.line_len and text_mode(self) == "words":
@@ -196,6 +197,30 @@ def _squeeze(stack: np.ndarray, rng: random.Random) -> np.ndarray:
     h, w = stack.shape[:2]
     s = math.exp(rng.uniform(math.log(0.5), math.log(1.5)))
     return np.asarray(Image.fromarray(stack).resize((max(4, round(w * s)), h), Image.BILINEAR))
+
+
+def _elastic(stack: np.ndarray, rng: random.Random, fs: int) -> np.ndarray:
+    """The mask stack bent by a smooth random displacement field: strokes wobble and lean as a brush or a hand draws
+    them, each glyph its own way (cells of 0.25-0.6 of the font size, shifts of 2-7 % of it)."""
+    h, w = stack.shape[:2]
+    cell = fs * rng.uniform(0.25, 0.6)
+    amp = fs * rng.uniform(0.02, 0.07)
+    nrng = np.random.default_rng(rng.getrandbits(63))
+    gh, gw = max(2, math.ceil(h / cell) + 1), max(2, math.ceil(w / cell) + 1)
+
+    def field() -> np.ndarray:
+        coarse = Image.fromarray(nrng.standard_normal((gh, gw)).astype(np.float32), mode="F")
+        return np.asarray(coarse.resize((w, h), Image.BICUBIC), np.float32) * amp
+
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    x, y = np.clip(xx + field(), 0, w - 1), np.clip(yy + field(), 0, h - 1)
+    x0, y0 = np.floor(x).astype(np.int64), np.floor(y).astype(np.int64)
+    x1, y1 = np.minimum(x0 + 1, w - 1), np.minimum(y0 + 1, h - 1)
+    fx, fy = (x - x0)[..., None], (y - y0)[..., None]
+    src = stack.astype(np.float32)
+    out = (src[y0, x0] * (1 - fx) * (1 - fy) + src[y0, x1] * fx * (1 - fy) + src[y1, x0] * (1 - fx) * fy
+           + src[y1, x1] * fx * fy)
+    return np.clip(out + 0.5, 0, 255).astype(stack.dtype)
 
 
 def _shifted(mask: np.ndarray, dx: int, dy: int) -> np.ndarray:
@@ -650,6 +675,8 @@ def render_word(text: str, rng: random.Random, fonts: list[str], opts: SynthOpti
         stack = _reweigh(stack, rng, fs)
     if opts.squeeze and rng.random() < opts.squeeze:
         stack = _squeeze(stack, rng)
+    if opts.elastic and rng.random() < opts.elastic:
+        stack = _elastic(stack, rng, fs)
     if opts.photos:
         style["photo"] = rng.random() < opts.photos
     style["severity"] = sev = rng.random()
