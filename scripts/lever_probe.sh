@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# What one lever of the Chinese data engine is worth (issue 43: "measure each lever on the new yardstick's learning
+# curve"): two short runs from the committed pack, the same lines in the same order, that differ only by the lever.
+#   bash scripts/lever_probe.sh NAME STEPS key=value [key=value ...]   # e.g. elastic 4000 data.synth_elastic=0.3
+#   bash scripts/lever_probe.sh --dry-run NAME STEPS key=value ...      # print the two commands, run nothing
+# Both arms: configs/shipped_zh.yaml from weights/crnn_zh_lines.pt (weights only, a fresh optimizer), a constant
+# learning rate of 2e-4 after 100 warm-up steps, STEPS steps, validation every STEPS/4 steps on the 1,200 lines of the
+# development faces (data/zh_faces/dev_print, scripts/zh_benchmark.py builds it). The base arm
+# (runs/probe/base_STEPS_nNPROC) is run once and shared by every probe of that length and process count; the lever
+# arm is runs/probe/NAME_nNPROC. Ends with both arms' CER on
+# the development faces at every validation, side by side. Never beside another CPU-heavy job (the arms would not see
+# the same machine); on a GPU the two arms take minutes (NPROC=1).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY=.venv/bin/python
+DRY=""
+[ "${1:-}" = "--dry-run" ] && { DRY=1; shift; }
+usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; exit 2; }
+[ $# -ge 3 ] || usage
+NAME=$1 STEPS=$2
+shift 2
+[[ "$NAME" =~ ^[A-Za-z0-9_.-]+$ ]] && [[ "$NAME" != base_* ]] || { echo "lever_probe: bad NAME $NAME" >&2; exit 2; }
+[[ "$STEPS" =~ ^[0-9]+$ ]] && [ "$STEPS" -ge 4 ] || { echo "lever_probe: STEPS must be a number >= 4" >&2; exit 2; }
+for kv in "$@"; do
+  [[ "$kv" == *=* ]] || { echo "lever_probe: expected key=value, got $kv" >&2; exit 2; }
+done
+PACK=weights/crnn_zh_lines.pt
+DEV=data/zh_faces/dev_print
+COMMON=(--config configs/shipped_zh.yaml "train.init_weights=$PACK" train.resume=none "train.steps=$STEPS"
+        train.schedule=constant train.lr=2.0e-4 train.warmup_steps=100 "train.val_every=$((STEPS / 4))"
+        "data.val=[$DEV]")
+NP=${NPROC:-2}  # processes (x 32 lines a batch): arms are comparable only at the same count
+BASE=runs/probe/base_${STEPS}_n$NP
+ARM=runs/probe/${NAME}_n$NP
+run() {  # OUT [overrides...]: one arm, unless its curve already has the last row
+  local out=$1
+  shift
+  local cmd=(scripts/train_ddp.sh --nproc "$NP" "${COMMON[@]}" "train.output_dir=$out" "$@")
+  if [ -n "$DRY" ]; then echo "${cmd[*]}"; return; fi
+  if [ -f "$out/curve.tsv" ] && awk -F'\t' -v s="$STEPS" '$1 == s' "$out/curve.tsv" | grep -q .; then
+    echo "lever_probe: $out is done (step $STEPS in its curve); kept"
+    return
+  fi
+  rm -rf "$out"
+  mkdir -p "$out"
+  echo "lever_probe: $out ($STEPS steps): log in $out/train.log"
+  "${cmd[@]}" > "$out/train.log" 2>&1 || { echo "lever_probe: $out failed; see $out/train.log" >&2; exit 1; }
+}
+if [ -z "$DRY" ] && [ ! -f "$DEV/gt.txt" ]; then
+  "$PY" scripts/zh_benchmark.py --build-only --sets dev_print --num 1200 --work data/zh_faces
+fi
+run "$BASE"
+run "$ARM" "$@"
+[ -n "$DRY" ] && exit 0
+echo "development faces (print damage, 1,200 lines): CER at each validation"
+printf "step\tbase\t%s (%s)\n" "$NAME" "$*"
+join -t $'\t' <(awk -F'\t' -v d="$DEV" '$5 == d {print $1 "\t" $6}' "$BASE/curve.tsv" | sort) \
+  <(awk -F'\t' -v d="$DEV" '$5 == d {print $1 "\t" $6}' "$ARM/curve.tsv" | sort) | sort -n

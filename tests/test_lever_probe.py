@@ -1,0 +1,36 @@
+"""scripts/lever_probe.sh: two arms from the committed pack that differ only by the lever (checked on --dry-run)."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "scripts" / "lever_probe.sh"
+
+
+def _run(*args: str, nproc: str = "2") -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, cwd=REPO, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "NPROC": nproc})
+
+
+def test_the_arms_differ_only_by_the_lever_and_share_the_base():
+    r = _run("--dry-run", "elastic", "4000", "data.synth_elastic=0.3", "data.synth_weight=0")
+    assert r.returncode == 0, r.stderr
+    base, arm = r.stdout.splitlines()
+    assert base.split() + ["data.synth_elastic=0.3", "data.synth_weight=0"] == \
+        arm.replace("runs/probe/elastic_n2", "runs/probe/base_4000_n2").split()
+    for line in (base, arm):
+        assert "train.init_weights=weights/crnn_zh_lines.pt" in line and "train.steps=4000" in line
+        assert "train.val_every=1000" in line and "data.val=[data/zh_faces/dev_print]" in line
+        assert "--nproc 2" in line and "train.resume=none" in line
+    assert "train.output_dir=runs/probe/base_4000_n2" in base and "data.synth_elastic" not in base
+    other = _run("--dry-run", "weight", "4000", "data.synth_weight=0.5", nproc="1").stdout.splitlines()
+    assert "train.output_dir=runs/probe/base_4000_n1" in other[0] and "--nproc 1" in other[0]
+
+
+def test_bad_arguments_print_the_usage_and_exit_2():
+    for args in (("elastic",), ("elastic", "4000"), ("elastic", "x", "a=b"), ("base_1", "4000", "a=b"),
+                 ("elastic", "4000", "nokey")):
+        r = _run(*args)
+        assert r.returncode == 2 and r.stdout + r.stderr, args
+    assert "lever_probe.sh NAME STEPS" in _run("elastic").stdout
