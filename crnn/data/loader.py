@@ -64,6 +64,12 @@ def stop_workers(loader: "TrainLoader | DataLoader") -> None:
         it._shutdown_workers()
 
 
+# A training loader's worker that sends no batch for this long has hung (a worker forked while another thread held a
+# lock can wait forever): the loader raises, the run fails instead of waiting for ever, and under torchrun the group
+# restarts from last.pt. A pool of rendered batches takes seconds; starting a worker takes under a minute.
+WORKER_TIMEOUT = 600
+
+
 def make_transform(*, height: int, width: int, keep_ratio: bool, max_width: int, channels: int,
                    augment: bool = False, interpolation: str = "bilinear", mean: float = 0.5, std: float = 0.5,
                    pad: str = "batch", min_width: int = 8, width_step: int = 1,
@@ -105,7 +111,7 @@ def build_train_loader(sources: Sequence[dict[str, Any]], charset: Charset, *, h
         num_workers=num_workers, collate_fn=make_collate(charset, height=height, width=width,
                                                          keep_ratio=keep_ratio, channels=channels, pad=pad),
         pin_memory=torch.cuda.is_available(), persistent_workers=num_workers > 0,
-        generator=torch.Generator().manual_seed(seed + rank))
+        timeout=WORKER_TIMEOUT if num_workers > 0 else 0, generator=torch.Generator().manual_seed(seed + rank))
     if ratios is None:
         sampler = SkippableSampler(ShuffledShardSampler(len(dataset), rank, world_size, seed))
         if len(sampler) < batch_size:
@@ -179,6 +185,7 @@ def build_online_loader(opts: Any, charset: Charset, *, height: int, width: int,
     sampler = SkippableSampler(OnlineBatchSampler(per_epoch // pool, rank, world_size))
     loader = DataLoader(dataset, batch_size=None, sampler=sampler, collate_fn=identity, num_workers=num_workers,
                         pin_memory=torch.cuda.is_available(), persistent_workers=num_workers > 0,
+                        timeout=WORKER_TIMEOUT if num_workers > 0 else 0,
                         prefetch_factor=max(1, 4 // pool) if num_workers > 0 else None)
     log.info("train data: rendered on the fly (%s, seed %d), batches of %d lines of one length each%s, %d batches "
              "per epoch on rank %d, new text every epoch", opts.charset, seed, batch_size,

@@ -102,9 +102,8 @@ def build_base_loaders(cfg: Config, rt: Runtime, geom: dict) -> dict:
     out = {}
     for p in cfg.train.base_val:
         try:
-            out[p] = build_eval_loader(p, **geom, batch_size=cfg.data.batch_size,
-                                       num_workers=min(cfg.data.num_workers, 1), rank=rt.rank,
-                                       world_size=rt.world_size)
+            out[p] = build_eval_loader(p, **geom, batch_size=cfg.data.batch_size, num_workers=0,  # no fork mid-run
+                                       rank=rt.rank, world_size=rt.world_size)  # (see trainer.build_loaders)
         except DatasetError as e:
             raise TrainingError(f"train.base_val: {e}") from None
     return out

@@ -111,7 +111,10 @@ def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
     vals = {}
     for p in d.val:
         try:
-            vals[p] = build_eval_loader(p, **read_geom, batch_size=d.batch_size, num_workers=min(d.num_workers, 1),
+            # read in the training process itself: a validation loader with workers forks them anew at every
+            # validation, from a process with live threads (loader queues, DDP, TensorBoard), and one such fork hung
+            # for good in its child (the English run, step 5,000 on rank 1, 2026-11-27) with the other rank waiting
+            vals[p] = build_eval_loader(p, **read_geom, batch_size=d.batch_size, num_workers=0,
                                         rank=rt.rank, world_size=rt.world_size)
         except DatasetError as e:
             raise TrainingError(f"data.val: {e}") from None
