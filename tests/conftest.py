@@ -88,6 +88,22 @@ def _fresh_log_handlers():
 
 
 @pytest.fixture(scope="session")
+def dejavu_fonts(tmp_path_factory) -> list[str]:
+    """The generator's font list from a folder holding only DejaVu Sans (skips where it is not installed)."""
+    import os
+    import shutil
+
+    from crnn.data.fonts import find_fonts
+
+    dejavu = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+    if not os.path.isfile(dejavu):
+        pytest.skip("DejaVu fonts not installed (apt-get install fonts-dejavu-core)")
+    d = tmp_path_factory.mktemp("dejavu")
+    shutil.copy(dejavu, d)
+    return find_fonts(str(d))
+
+
+@pytest.fixture(scope="session")
 def words_lmdb(tmp_path_factory) -> Path:
     """64 rendered random words (alnum36)."""
     return make_lmdb(tmp_path_factory.mktemp("data") / "words.lmdb", random_words(64))

@@ -2,9 +2,7 @@
 and the levers reaching scene-text words; every one off draws the very bytes of before."""
 from __future__ import annotations
 
-import os
 import random
-import shutil
 import string
 
 import pytest
@@ -12,22 +10,16 @@ import pytest
 from crnn.charset import BUILTIN_CHARSETS, Charset
 from crnn.cli.synth import main as synth_main
 from crnn.config import ConfigError, load_config
-from crnn.data.fonts import find_fonts
 from crnn.data.synth import SynthOptions, make_sample
 from crnn.data.words import RENDERABLE, sample_word, sign_text, text_label
 from crnn.engine.trainer import synth_options
 
-DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 WORDS = ("open", "market", "tea", "coffee", "street", "house", "parking", "free", "store", "books")
 
 
 @pytest.fixture(scope="module")
-def fonts(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    if not os.path.isfile(DEJAVU):
-        pytest.skip("DejaVu fonts not installed (apt-get install fonts-dejavu-core)")
-    d = tmp_path_factory.mktemp("fonts")
-    shutil.copy(DEJAVU, d)
-    return find_fonts(str(d))
+def fonts(dejavu_fonts: list[str]) -> list[str]:
+    return dejavu_fonts
 
 
 def test_printable95_is_printable_ascii_with_the_space_and_keeps_case():

@@ -4,7 +4,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import random
-import shutil
 
 import numpy as np
 import pytest
@@ -12,20 +11,14 @@ import pytest
 from crnn.cli.synth import main as synth_main
 from crnn.config import ConfigError, load_config
 from crnn.data import synth
-from crnn.data.fonts import find_fonts
 from crnn.data.synth import PHOTO_FILES, SynthOptions, iter_samples, make_sample
 
-DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 STREET = SynthOptions(style="street")
 
 
 @pytest.fixture(scope="module")
-def fonts(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    if not os.path.isfile(DEJAVU):
-        pytest.skip("DejaVu fonts not installed (apt-get install fonts-dejavu-core)")
-    d = tmp_path_factory.mktemp("fonts")
-    shutil.copy(DEJAVU, d)
-    return find_fonts(str(d))
+def fonts(dejavu_fonts: list[str]) -> list[str]:
+    return dejavu_fonts
 
 
 def test_street_is_deterministic_worker_independent_and_differs_from_default(fonts: list[str]) -> None:
