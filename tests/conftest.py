@@ -30,6 +30,14 @@ def render_png(text: str, height: int = 32) -> bytes:
     return buf.getvalue()
 
 
+def word_folder(folder: Path, words) -> Path:
+    """``folder`` filled with one rendered image per word (``N.png``) and their ``gt.txt``, as crnn-eval reads it."""
+    for i, word in enumerate(words):
+        (folder / f"{i}.png").write_bytes(render_png(word))
+    (folder / "gt.txt").write_text("".join(f"{i}.png\t{w}\n" for i, w in enumerate(words)), encoding="utf-8")
+    return folder
+
+
 def random_words(n: int, seed: int = 0, alphabet: str = "abcdefghijklmnopqrstuvwxyz0123456789") -> list[str]:
     rng = random.Random(seed)
     return ["".join(rng.choice(alphabet) for _ in range(rng.randint(2, 7))) for _ in range(n)]

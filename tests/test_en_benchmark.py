@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from crnn.cli.evaluate import main as eval_main
-from tests.conftest import REPO, make_lmdb, render_png
+from tests.conftest import REPO, make_lmdb, word_folder
 
 SHIPPED = REPO / "weights" / "crnn_vgg_small.pt"
 WORDS = ["Hello", "world", "OPEN", "cafe", "Road!", "exit", "Blue sky", "green"]
@@ -33,10 +33,7 @@ def bench():
 @pytest.fixture(scope="module")
 def words(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("words")
-    for i, word in enumerate(WORDS):
-        (folder / f"{i}.png").write_bytes(render_png(word))
-    (folder / "gt.txt").write_text("".join(f"{i}.png\t{w}\n" for i, w in enumerate(WORDS)), encoding="utf-8")
-    return folder
+    return word_folder(folder, WORDS)
 
 
 def _no_peers(monkeypatch) -> None:

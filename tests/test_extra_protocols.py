@@ -21,7 +21,7 @@ from crnn.data.loader import build_eval_loader
 from crnn.engine.checkpoint import build_from_checkpoint, load_checkpoint
 from crnn.engine.curve import COLUMNS, read_curve
 from crnn.engine.evaluate import evaluate
-from tests.conftest import REPO, render_png
+from tests.conftest import REPO, word_folder
 
 SHIPPED = REPO / "weights" / "crnn_vgg_small.pt"  # alnum36: reads these words, never their capitals
 WORDS = ["Hello", "world", "OPEN", "Cafe", "road", "EXIT", "Blue", "green", "Sale", "street", "Park", "home"]
@@ -32,10 +32,7 @@ needs_shipped = pytest.mark.skipif(not SHIPPED.is_file(), reason="needs the ship
 def mixed_case(tmp_path_factory) -> Path:
     """A folder of rendered words, some capitalised (exact and alnum-insensitive accuracy differ)."""
     folder = tmp_path_factory.mktemp("mixed")
-    for i, word in enumerate(WORDS):
-        (folder / f"{i}.png").write_bytes(render_png(word))
-    (folder / "gt.txt").write_text("".join(f"{i}.png\t{w}\n" for i, w in enumerate(WORDS)), encoding="utf-8")
-    return folder
+    return word_folder(folder, WORDS)
 
 
 def _run(tmp_path: Path, words_lmdb: Path, val: Path, *extra: str) -> list[str]:
