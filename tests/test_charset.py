@@ -11,7 +11,7 @@ def test_builtins_and_blank():
     cs = Charset.from_spec("alnum36")
     assert cs.num_classes == 37
     assert cs.index["0"] == 1  # blank is 0
-    assert set(BUILTIN_CHARSETS) == {"digits", "alnum36", "printable94", "printable95", "zh_gb2312"}
+    assert set(BUILTIN_CHARSETS) == {"digits", "alnum36", "printable94", "printable95", "zh_gb2312", "zh_gb2312_trad"}
 
 
 def test_encode_decode_roundtrip():

