@@ -117,6 +117,34 @@ NPM = [
      "IBMPlexSansJP-Medium-merged.ttf", "IBM (Mike Abbink, Bold Monday)", "IBM Plex"),
     ("train", "marker (Japanese)", "@fontsource/yusei-magic", "5.3.0", "files/yusei-magic-*-400-normal.woff2",
      "YuseiMagic-merged.ttf", "Tanukifont", "Yusei Magic"),
+    # training faces from the Chinese Web Font project (@chinese-fonts, KonghaYao): free Chinese display, rounded,
+    # marker and pixel designs, every one drawing all 3,755 GB 2312 level-1 Hanzi. Licence after each row (the font's
+    # name table where it says one, else its publisher's terms as the project lists them). Left out: lxgwwenkai
+    # (LXGW WenKai, held out), hlxsjt and jxzk (yardstick faces), dyh (Smiley Sans: trains from Debian), syst and
+    # sypxzs (Source Han Serif and a display retouch of it: Noto Serif CJK trains), tjl (Tiejili: part of it is
+    # Fontworks' Reggae One, and Fontworks drew Klee One, LXGW WenKai's parent); the scope's other names in the
+    # project's repository are not on the registry.
+    ("train", "title Hei (heavy oblique display)", "@chinese-fonts/ysbth", "1.3.0", "dist/*/*.woff2",
+     "YouSheBiaoTiHei-merged.ttf", "YouShe (uisdc)", "YouShe Biaoti Hei"),  # free for commercial use (YouShe)
+    ("train", "light condensed Hei", "@chinese-fonts/bwckkt", "1.3.0", "dist/*-Regular/*.woff2",
+     "BaiWuChangKeKe-Regular-merged.ttf", "LBK (psc4d.cn, Bai Wuchang)", "Bai Wuchang KeKe"),  # free commercial use
+    ("train", "pixel (bitmap)", "@chinese-fonts/cubic", "1.2.0", "dist/*/*.woff2", "Cubic11-merged.ttf",
+     "Neo K. Shih-yin Ke, Luke Liu (Cubic 11)", "JF Dot M+H 12 / M+ bitmap fonts (Coji Morishita)"),  # free, any use
+    ("train", "heavy Hei", "@chinese-fonts/dymh", "3.0.0", "dist/*/*.woff2", "DouyinSans-Bold-merged.ttf",
+     "Founder Type (for ByteDance Douyin)", "Douyin Sans"),  # free for commercial use (ByteDance)
+    ("train", "heavy oblique display", "@chinese-fonts/dyzgt", "1.2.0", "dist/*/*.woff2", "DouyuFont-merged.ttf",
+     "DOUYU (Douyu TV)", "DOUYU Font"),  # free for commercial use (Douyu)
+    ("train", "oblique title Hei", "@chinese-fonts/kksjt", "3.0.0", "dist/*/*.woff2", "KuaikanShijie-merged.ttf",
+     "Kuaikan Comics", "Kuaikan Shijie Ti"),  # free for commercial use (Kuaikan)
+    ("train", "rounded Hei (monospace)", "@chinese-fonts/maple-mono-cn", "2.0.0", "dist/MapleMono-CN-Regular/*.woff2",
+     "MapleMonoCN-Regular-merged.ttf", "subframe7536 (Maple Mono), CyanoHao (Resource Han Rounded)",
+     "Resource Han Rounded (from Source Han Sans)"),  # SIL OFL 1.1
+    ("train", "marker handwriting", "@chinese-fonts/mksjh", "1.4.0", "dist/*/*.woff2", "MaokenAssortedSans-merged.ttf",
+     "ZERO (Skr-ZERO, for Maoken)", "Nishiki-teki (Umihotaru)"),  # SIL OFL 1.1
+    ("train", "rounded Hei", "@chinese-fonts/mkwtyt", "1.4.0", "dist/*/*.woff2", "MaokenTangYuan-merged.ttf",
+     "Maoken, NightFurySL2001", "jf open huninn (justfont) from Kosugi Maru (Motoya)"),  # SIL OFL 1.1
+    ("train", "square display Hei", "@chinese-fonts/stmdxf", "3.0.0", "dist/*/*.woff2",
+     "ShetuModengXiaoFang-merged.ttf", "699pic (Shetu, Shanghai Hanzhong)", "Shetu Modeng XiaoFang"),  # free commercial
 ]
 
 
@@ -139,12 +167,18 @@ def _installed(pkg: str) -> tuple[str, list[str]] | None:
 
 
 def _family(path: str) -> str:
+    """FreeType's family name; the name table's best one where FreeType's is unreadable (a Macintosh record of
+    Chinese in a single-byte encoding reads as question marks: Kuaikan Shijie Ti)."""
+    from fontTools.ttLib import TTFont
     from PIL import ImageFont
 
     try:
-        return ImageFont.truetype(path, 20).getname()[0] or ""
+        name = ImageFont.truetype(path, 20).getname()[0] or ""
     except OSError:
         return ""
+    if name.strip("?_ "):
+        return name
+    return TTFont(path, fontNumber=0)["name"].getBestFamilyName() or name
 
 
 def rows() -> list[Face]:

@@ -365,16 +365,16 @@ def read_set(folder: Path, num: int | None = None) -> tuple[list[str], list[str]
 
 # ----------------------------------------------------------------------------- the readers
 def ours(weights: str, sets: dict[str, list[str]], threads: int, width_step: int | None = None,
-         width_scale: float | None = None) -> Column:
+         width_scale: float | None = None, amp: str = "off") -> Column:
     """Our model on every set: ``Recognizer.predict_paths`` (batches of <= 64 equal-width lines); ``width_step`` /
-    ``width_scale`` override the checkpoint's ``data.width_step`` / ``data.read_width_scale`` (the column is then
-    named ``WEIGHTS (width_step N, width_scale S)``)."""
+    ``width_scale`` override the checkpoint's ``data.width_step`` / ``data.read_width_scale``, ``amp`` reads in bf16
+    autocast (the column is then named ``WEIGHTS (width_step N, width_scale S, bf16)``)."""
     import torch
 
     from crnn.infer import Recognizer
 
     torch.set_num_threads(threads)
-    rec = Recognizer.from_checkpoint(weights, device="cpu")
+    rec = Recognizer.from_checkpoint(weights, device="cpu", amp=amp)
     given = []
     if width_step is not None:
         rec.config.data.width_step = rec.transform.width_step = width_step
@@ -382,6 +382,8 @@ def ours(weights: str, sets: dict[str, list[str]], threads: int, width_step: int
     if width_scale is not None:
         rec.config.data.read_width_scale = rec.transform.width_scale = width_scale
         given.append(f"width_scale {width_scale:g}")
+    if amp != "off":
+        given.append(amp)
     name = f"{weights} ({', '.join(given)})" if given else weights
     list(rec.predict_paths(next(iter(sets.values()))[:8]))  # warm-up, not timed
     col = Column(name, how=f"predict_paths, batches of <= 64 lines of equal resized width (width_step "
@@ -623,6 +625,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--width-scale", type=float, action="append", metavar="S",
                    help="read our model(s) with data.read_width_scale S instead of the checkpoint's (1 = at the "
                         "trained widths); repeat for a column per value, e.g. --width-scale 1 --width-scale 1.15")
+    p.add_argument("--amp", action="append", choices=("off", "bf16"), metavar="MODE",
+                   help="our model read in fp32 (off, the default) or bf16 autocast; repeat for a column each")
     p.add_argument("--num", type=int, default=500, help="lines per set (default 500)")
     p.add_argument("--work", default=str(REPO / "data" / "zh_bench"), help="where the sets are cached")
     p.add_argument("--sets", default=",".join(SETS), help=f"comma-separated sets of {','.join(ALL_SETS)} "
@@ -680,10 +684,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"zh_benchmark: error: --width-step must be >= 1 and --width-scale within {lo:g}..{hi:g}",
               file=sys.stderr)
         return 2
-    for w, step, scale in [(w, n, s) for w in args.weights or ["zh"] for n in args.width_step or [None]
-                           for s in args.width_scale or [None]]:
+    for w, step, scale, amp in [(w, n, s, a) for w in args.weights or ["zh"] for n in args.width_step or [None]
+                                for s in args.width_scale or [None] for a in args.amp or ["off"]]:
         try:
-            columns.append(ours(w, paths, args.threads, step, scale))
+            columns.append(ours(w, paths, args.threads, step, scale, amp))
         except (OSError, ValueError) as e:  # a missing shipped model, a bad checkpoint: skip this column
             print(f"zh_benchmark: skipped {w}: {' '.join(str(e).split())}", file=sys.stderr)
     if not args.no_ppocr:

@@ -62,6 +62,21 @@ def test_no_yardstick_face_shares_a_file_family_designer_or_parent_with_a_traini
         assert not shared, f"{face.family}: {field} {getattr(face, field)!r} shares {shared} with a training face"
 
 
+def test_no_training_face_shares_a_designer_or_parent_with_lxgw_wenkai():
+    """LXGW WenKai, a first-yardstick face (and @chinese-fonts/lxgwwenkai), is held out by design as well: no training
+    face names LXGW, its parent Klee One or Klee One's foundry Fontworks (Tiejili, part Fontworks' Reggae One, stays
+    out)."""
+    rows = FA.load_manifest()
+    theirs = set().union(*(_names(t.designer) | _names(t.parent) | _names(t.family) for t in rows if t.role == "train"))
+    lxgw = [f for f in rows if f.family.startswith("LXGW WenKai")]
+    assert lxgw
+    for face in lxgw:
+        mine = _names(face.designer) | _names(face.parent)
+        assert {"lxgw", "klee one", "fontworks"} <= mine
+        assert not _shared(mine, theirs), face.file
+    assert _shared({"fontworks"}, {"reggae one by fontworks"}) == {"fontworks"}
+
+
 def test_the_word_check_catches_a_sibling_of_a_training_face():
     """The check above can fail: AR PL SungtiL GB (the first yardstick's) shares Arphic with AR PL UMing."""
     train = [f for f in FA.load_manifest() if f.role == "train"]
@@ -142,6 +157,53 @@ def test_merging_web_font_slices_keeps_every_character(tmp_path):
     cmap = TTFont(out).getBestCmap()
     assert {chr(c) for c in cmap} >= set("abcdefghijklmnopqrstuvwxyz0123") and n == len(cmap)
     assert not os.path.exists(out + ".tmp")
+
+
+def _cff_slice(path: str, chars: str) -> None:
+    """A font with PostScript (CFF) outlines mapping ``chars``, each drawn as one curved stroke."""
+    from fontTools.fontBuilder import FontBuilder
+    from fontTools.pens.t2CharStringPen import T2CharStringPen
+
+    names = [".notdef"] + [f"uni{ord(c):04X}" for c in chars]
+    strings = {}
+    for name in names:
+        pen = T2CharStringPen(600, None)
+        pen.moveTo((100, 0))
+        pen.lineTo((100, 600))
+        pen.curveTo((200, 750), (400, 750), (500, 600))
+        pen.lineTo((500, 0))
+        pen.closePath()
+        strings[name] = pen.getCharString()
+    fb = FontBuilder(1000, isTTF=False)
+    fb.setupGlyphOrder(names)
+    fb.setupCharacterMap({ord(c): f"uni{ord(c):04X}" for c in chars})
+    fb.setupCFF("Slice-Regular", {"FullName": "Slice"}, strings, {})
+    fb.setupHorizontalMetrics({name: (600, 100) for name in names})
+    fb.setupHorizontalHeader(ascent=800, descent=-200)
+    fb.setupNameTable({"familyName": "Slice", "styleName": "Regular"})
+    fb.setupOS2()
+    fb.setupPost()
+    fb.save(path)
+
+
+def test_slices_with_postscript_outlines_merge_into_a_truetype_file(tmp_path):
+    """Some packages (@chinese-fonts/dymh, kksjt) ship CFF slices, which the merger cannot join: they are turned into
+    TrueType outlines first, and the merged file draws every character of both."""
+    pytest.importorskip("fontTools.fontBuilder")
+    from fontTools.ttLib import TTFont
+    from PIL import ImageFont
+
+    halves = [str(tmp_path / "a.otf"), str(tmp_path / "b.otf")]
+    _cff_slice(halves[0], "\u4e00\u4e8c")
+    _cff_slice(halves[1], "\u4e09AB")
+    out = str(tmp_path / "merged.ttf")
+    assert FA.merge_slices(halves, out) == 5
+    font = TTFont(out)
+    assert "glyf" in font and "CFF " not in font
+    drawn = ImageFont.truetype(out, 40)
+    for ch in "\u4e00\u4e8c\u4e09AB":
+        box = drawn.getmask(ch).getbbox()
+        assert box is not None and box[2] - box[0] > 10, ch
 
 
 def test_fetching_without_npm_says_how_to_get_it(tmp_path, monkeypatch):

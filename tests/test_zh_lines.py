@@ -281,6 +281,9 @@ def test_benchmark_builds_the_clean_set_once_and_runs_our_column(bench, shipped_
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [r["model"] for r in rows] == ["zh (width_scale 1)", "zh (width_scale 1.15)"]
     assert "widths x 1.15" in rows[1]["how"]
+    assert bench.main(argv + ["--amp", "off", "--amp", "bf16"]) == 0  # ...and per reading precision
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["model"] for r in rows] == ["zh", "zh (bf16)"] and rows[1]["clean"]["samples"] == 3
     assert bench.main(argv + ["--width-step", "0"]) == 2
     assert "--width-step must be >= 1" in capsys.readouterr().err
     assert bench.main(argv + ["--width-scale", "3"]) == 2

@@ -97,18 +97,56 @@ def _by_file() -> dict:
 
 
 def merge_slices(paths: list[str], out: str) -> int:
-    """Merge woff2/woff/ttf slices of one font into one TrueType file at ``out`` (atomically); returns how many
-    characters it maps."""
+    """Merge woff2/woff/ttf/otf slices of one font into one TrueType file at ``out`` (atomically); returns how many
+    characters it maps. Slices with PostScript outlines (CFF, often CID-keyed, which the merger cannot join) are
+    turned into TrueType outlines first."""
     from fontTools.merge import Merger, Options
 
-    # layout tables (shaping) are left out: the generator draws with basic layout, and slices made by different
-    # subsetters carry empty script lists the merger cannot join
-    font = Merger(options=Options(drop_tables=list(DROPPED_TABLES))).merge(sorted(paths))
-    font.flavor = None
-    tmp = out + ".tmp"
-    font.save(tmp)
-    os.replace(tmp, out)
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [_truetype_slice(p, os.path.join(tmp, f"{i}.ttf")) for i, p in enumerate(sorted(paths))]
+        # layout tables (shaping) are left out: the generator draws with basic layout, and slices made by different
+        # subsetters carry empty script lists the merger cannot join
+        font = Merger(options=Options(drop_tables=list(DROPPED_TABLES))).merge(paths)
+        font.flavor = None
+        font.save(out + ".tmp")
+    os.replace(out + ".tmp", out)
     return len(font.getBestCmap())
+
+
+def _truetype_slice(path: str, tmp: str) -> str:
+    """``path`` itself when it has TrueType outlines; else a copy at ``tmp`` whose CFF outlines are turned into
+    quadratic TrueType ones (fontTools' otf2ttf recipe: Cu2QuPen into TTGlyphPen, at most 1 unit off)."""
+    from fontTools.pens.cu2quPen import Cu2QuPen
+    from fontTools.pens.ttGlyphPen import TTGlyphPen
+    from fontTools.ttLib import TTFont, newTable
+
+    font = TTFont(path)
+    if "CFF " not in font:
+        return path
+    order, glyphs = font.getGlyphOrder(), font.getGlyphSet()
+    glyf = newTable("glyf")
+    glyf.glyphOrder, glyf.glyphs = order, {}
+    for name in order:
+        pen = TTGlyphPen(None)
+        glyphs[name].draw(Cu2QuPen(pen, 1.0, reverse_direction=True))
+        glyf.glyphs[name] = pen.glyph()
+    font["glyf"], font["loca"] = glyf, newTable("loca")
+    for tag in ("CFF ", "VORG"):
+        if tag in font:
+            del font[tag]
+    glyf.compile(font)
+    for name in order:  # left side bearings follow the new outlines' xMin
+        width, _ = font["hmtx"][name]
+        font["hmtx"][name] = (width, getattr(glyf[name], "xMin", 0))
+    maxp = font["maxp"] = newTable("maxp")
+    maxp.tableVersion, maxp.maxZones, maxp.maxComponentElements = 0x00010000, 1, 0
+    for field in ("maxTwilightPoints", "maxStorage", "maxFunctionDefs", "maxInstructionDefs", "maxStackElements",
+                  "maxSizeOfInstructions"):
+        setattr(maxp, field, 0)
+    font["post"].formatType, font["post"].extraNames, font["post"].mapping = 2.0, [], {}
+    font.sfntVersion, font.flavor = "\000\001\000\000", None
+    font.save(tmp)
+    return tmp
 
 
 def fetch_webfont(face: Face, cache: str | None = None, tarballs: str | None = None) -> str:
