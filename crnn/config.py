@@ -95,6 +95,9 @@ class DataConfig:
     # words, synth_style default: share of samples in the street style (perspective, arcs, harsh camera, photographs)
     # (crnn-synth --street); 0 = off
     synth_street: float = 0.0
+    # text lines: share of lines whose corpus words are written in traditional forms (发展 -> 發展, 头发 -> 頭髮;
+    # crnn-synth --traditional); needs an alphabet with them (model.charset=zh_gb2312_trad); 0 = off
+    synth_traditional: float = 0.0
     # true: the loader's workers render every training batch on the fly (data.synth_* settings, train.seed; lines of
     # one batch share their length); data.train is not read, nothing is stored, no line repeats;
     # data.synth_num = lines per (virtual) epoch
@@ -422,7 +425,7 @@ def validate(cfg: Config) -> None:
     if not 0 <= cfg.data.synth_uniform_share <= 1:
         raise ConfigError(f"data.synth_uniform_share: must be within 0..1, got {cfg.data.synth_uniform_share}")
     for name in ("synth_mixed_fonts", "synth_squeeze", "synth_weight", "synth_jitter", "synth_photos", "synth_signs",
-                 "synth_street", "synth_elastic"):
+                 "synth_street", "synth_elastic", "synth_traditional"):
         if not 0 <= getattr(cfg.data, name) <= 1:
             raise ConfigError(f"data.{name}: must be within 0..1, got {getattr(cfg.data, name)}")
     if not 0 <= cfg.data.synth_real_share <= 1:

@@ -3,6 +3,7 @@
 # curve"): two short runs from the committed pack, the same lines in the same order, that differ only by the lever.
 #   bash scripts/lever_probe.sh NAME STEPS key=value [key=value ...]   # e.g. elastic 4000 data.synth_elastic=0.3
 #   bash scripts/lever_probe.sh --dry-run NAME STEPS key=value ...      # print the two commands, run nothing
+#   bash scripts/lever_probe.sh --val trad_print NAME STEPS key=value ... # the lever arm validates on a second set
 # Both arms: configs/shipped_zh.yaml from weights/crnn_zh_lines.pt (weights only, a fresh optimizer), a constant
 # learning rate of 2e-4 after 100 warm-up steps, STEPS steps, validation every STEPS/4 steps on the 1,200 lines of the
 # development faces (data/zh_faces/dev_print, scripts/zh_benchmark.py builds it). The base arm
@@ -10,13 +11,26 @@
 # arm is runs/probe/NAME_nNPROC. Ends with both arms' CER on
 # the development faces at every validation, side by side. Never beside another CPU-heavy job (the arms would not see
 # the same machine); on a GPU the two arms take minutes (NPROC=1).
+# --val SET: the lever arm also validates on data/zh_faces/SET (a set of scripts/zh_benchmark.py, built there with
+# 1,200 lines), e.g. trad_print for model.charset=zh_gb2312_trad: what the lever gains where the base arm cannot be
+# scored (its alphabet lacks those labels' characters), beside what it costs on the development faces. Validation
+# does not change the lines trained on, so the base arm is still the shared one.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PY=.venv/bin/python
-DRY=""
-[ "${1:-}" = "--dry-run" ] && { DRY=1; shift; }
+DRY="" EXTRA=""
 usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; exit 2; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dry-run) DRY=1; shift ;;
+    --val)
+      [[ "${2:-}" =~ ^[a-z_]+$ ]] || { echo "lever_probe: --val takes a set of scripts/zh_benchmark.py" >&2; exit 2; }
+      EXTRA=$2
+      shift 2 ;;
+    *) break ;;
+  esac
+done
 [ $# -ge 3 ] || usage
 NAME=$1 STEPS=$2
 shift 2
@@ -28,17 +42,19 @@ done
 PACK=weights/crnn_zh_lines.pt
 DEV=data/zh_faces/dev_print
 COMMON=(--config configs/shipped_zh.yaml "train.init_weights=$PACK" train.resume=none "train.steps=$STEPS"
-        train.schedule=constant train.lr=2.0e-4 train.warmup_steps=100 "train.val_every=$((STEPS / 4))"
-        "data.val=[$DEV]")
+        train.schedule=constant train.lr=2.0e-4 train.warmup_steps=100 "train.val_every=$((STEPS / 4))")
+SECOND=${EXTRA:+data/zh_faces/$EXTRA}
 NP=${NPROC:-2}  # processes (x 32 lines a batch): arms are comparable only at the same count
 BASE=runs/probe/base_${STEPS}_n$NP
 ARM=runs/probe/${NAME}_n$NP
-run() {  # OUT [overrides...]: one arm, unless its curve already has the last row
-  local out=$1
-  shift
-  local cmd=(scripts/train_ddp.sh --nproc "$NP" "${COMMON[@]}" "train.output_dir=$out" "$@")
+run() {  # OUT VALS [overrides...]: one arm, unless its curve already has the last row
+  local out=$1 vals=$2
+  shift 2
+  local cmd=(scripts/train_ddp.sh --nproc "$NP" "${COMMON[@]}" "data.val=[$vals]" "train.output_dir=$out" "$@")
   if [ -n "$DRY" ]; then echo "${cmd[*]}"; return; fi
-  if [ -f "$out/curve.tsv" ] && awk -F'\t' -v s="$STEPS" '$1 == s' "$out/curve.tsv" | grep -q .; then
+  # done: the last step's row of its last validation set
+  if [ -f "$out/curve.tsv" ] && awk -F'\t' -v s="$STEPS" -v d="${vals##*,}" '$1 == s && $5 == d' "$out/curve.tsv" \
+      | grep -q .; then
     echo "lever_probe: $out is done (step $STEPS in its curve); kept"
     return
   fi
@@ -47,13 +63,20 @@ run() {  # OUT [overrides...]: one arm, unless its curve already has the last ro
   echo "lever_probe: $out ($STEPS steps): log in $out/train.log"
   "${cmd[@]}" > "$out/train.log" 2>&1 || { echo "lever_probe: $out failed; see $out/train.log" >&2; exit 1; }
 }
-if [ -z "$DRY" ] && [ ! -f "$DEV/gt.txt" ]; then
-  "$PY" scripts/zh_benchmark.py --build-only --sets dev_print --num 1200 --work data/zh_faces
-fi
-run "$BASE"
-run "$ARM" "$@"
+for set in dev_print $EXTRA; do
+  if [ -z "$DRY" ] && [ ! -f "data/zh_faces/$set/gt.txt" ]; then
+    "$PY" scripts/zh_benchmark.py --build-only --sets "$set" --num 1200 --work data/zh_faces
+  fi
+done
+run "$BASE" "$DEV"
+run "$ARM" "$DEV${SECOND:+,$SECOND}" "$@"
 [ -n "$DRY" ] && exit 0
 echo "development faces (print damage, 1,200 lines): CER at each validation"
 printf "step\tbase\t%s (%s)\n" "$NAME" "$*"
 join -t $'\t' <(awk -F'\t' -v d="$DEV" '$5 == d {print $1 "\t" $6}' "$BASE/curve.tsv" | sort) \
   <(awk -F'\t' -v d="$DEV" '$5 == d {print $1 "\t" $6}' "$ARM/curve.tsv" | sort) | sort -n
+if [ -n "$EXTRA" ]; then
+  echo "$EXTRA (1,200 lines; the lever arm only): CER at each validation"
+  printf "step\t%s\n" "$NAME"
+  awk -F'\t' -v d="$SECOND" '$5 == d {print $1 "\t" $6}' "$ARM/curve.tsv" | sort -n
+fi

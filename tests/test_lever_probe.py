@@ -34,3 +34,17 @@ def test_bad_arguments_print_the_usage_and_exit_2():
         r = _run(*args)
         assert r.returncode == 2 and r.stdout + r.stderr, args
     assert "lever_probe.sh NAME STEPS" in _run("elastic").stdout
+
+
+def test_a_second_validation_set_goes_to_the_lever_arm_only():
+    """--val trad_print: the lever arm validates on the traditional yardstick too; the base arm, whose alphabet may not
+    write those labels, stays the shared one."""
+    r = _run("--dry-run", "--val", "trad_print", "trad", "4000", "model.charset=zh_gb2312_trad",
+             "data.synth_traditional=0.2")
+    assert r.returncode == 0, r.stderr
+    base, arm = r.stdout.splitlines()
+    assert base == _run("--dry-run", "weight", "4000", "data.synth_weight=0.5").stdout.splitlines()[0]
+    assert "data.val=[data/zh_faces/dev_print,data/zh_faces/trad_print]" in arm.split()
+    assert arm.endswith("train.output_dir=runs/probe/trad_n2 model.charset=zh_gb2312_trad data.synth_traditional=0.2")
+    for args in (("--val",), ("--val", "a b", "x", "4000", "a=b"), ("--val", "../x", "x", "4000", "a=b")):
+        assert _run(*args).returncode == 2, args

@@ -62,6 +62,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "keep spaces in labels (default 0: none)")
     p.add_argument("--street", type=float, default=0.0, metavar="SHARE",
                    help="words, --style default: share of images in the street style (default 0: none)")
+    p.add_argument("--traditional", type=float, default=0.0, metavar="SHARE",
+                   help="text lines: share of lines whose corpus words are written in traditional forms (发展 -> 發展, "
+                        "头发 -> 頭髮); needs --charset zh_gb2312_trad (default 0: none)")
     p.add_argument("--max-len", type=int, default=20, help="longest text (default 20)")
     p.add_argument("--words", metavar="FILE",
                    help="word list, one per line, most frequent first (default: built-in English list; "
@@ -79,7 +82,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--workers must be >= 0")
     if args.line_len < 0:
         p.error("--line-len must be >= 1 (or 0 for varied lengths)")
-    for flag in ("mixed_fonts", "squeeze", "weight", "jitter", "photos", "signs", "street", "elastic"):
+    for flag in ("mixed_fonts", "squeeze", "weight", "jitter", "photos", "signs", "street", "elastic", "traditional"):
         if not 0 <= getattr(args, flag) <= 1:
             p.error(f"--{flag.replace('_', '-')} must be within 0..1 (a share of lines)")
     return args
@@ -108,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                             words=args.words, text=args.text, line_len=args.line_len, style=args.style,
                             split=args.split, mixed_fonts=args.mixed_fonts, squeeze=args.squeeze,
                             weight=args.weight, jitter=args.jitter, photos=args.photos, signs=args.signs,
-                            street=args.street, elastic=args.elastic)
+                            street=args.street, elastic=args.elastic, traditional=args.traditional)
         if args.list_fonts:
             fonts = find_fonts(args.fonts, opts.split)
             print("\n".join(fonts))

@@ -7,7 +7,9 @@ or when text lines are asked for. The text source per script:
   about 349,000 words; ``pip install 'crnn[zh]'``), sampled by frequency;
 * otherwise, or with ``words=FILE``: that word list (one entry per line, most frequent first; or
   ``word count [tag]`` lines, which are drawn by count);
-* always: a share of characters drawn uniformly from the alphabet, so that rare characters appear.
+* always: a share of characters drawn uniformly from the alphabet, so that rare characters appear;
+* ``traditional``: a share of lines whose corpus words (and number units) are written in traditional forms
+  (:mod:`crnn.data.traditional`: 发展 -> 發展, 头发 -> 頭髮), for alphabets that have them (``zh_gb2312_trad``).
 
 Every character of a line is in the alphabet (letters are case-folded where the alphabet is).
 """
@@ -21,10 +23,11 @@ import random
 import string
 import unicodedata
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from crnn.data import words as W
+from crnn.data.traditional import to_traditional
 
 # Full-width punctuation after words, weighted roughly as in Chinese running text; pairs wrap a word.
 CJK_PUNCT_WEIGHTS = {"，": 30, "。": 14, "、": 8, "：": 5, "；": 3, "？": 3, "！": 3, "…": 1, "—": 1, "·": 1}
@@ -181,8 +184,9 @@ def _latin(rng: random.Random, charset: str) -> str:
 
 
 def _piece(rng: random.Random, charset: str, corpus: Corpus | None, first: bool,
-           uniform_share: float = UNIFORM_SHARE) -> tuple[str, bool]:
-    """One piece of a line and whether it wants spaces around it (Latin words in Chinese text often do)."""
+           uniform_share: float = UNIFORM_SHARE, convert: Callable[[str], str] | None = None) -> tuple[str, bool]:
+    """One piece of a line and whether it wants spaces around it (Latin words in Chinese text often do);
+    ``convert`` rewrites corpus words and numbers (their units) without drawing from ``rng``."""
     uniform, units, punct, pcum, pairs = _pools(charset)
     r = rng.random()
     if corpus is None or r < uniform_share:
@@ -192,11 +196,14 @@ def _piece(rng: random.Random, charset: str, corpus: Corpus | None, first: bool,
         return punct[bisect.bisect_right(pcum, rng.random() * pcum[-1])], False
     r -= PUNCT_SHARE
     if r < NUMBER_SHARE:
-        return _number(rng, charset, units if corpus.joiner == "" else ""), corpus.joiner == " "
+        num = _number(rng, charset, units if corpus.joiner == "" else "")
+        return convert(num) if convert else num, corpus.joiner == " "
     r -= NUMBER_SHARE
     if r < LATIN_SHARE and corpus.joiner == "":
         return _latin(rng, charset), rng.random() < 0.5
     word = corpus.draw(rng)
+    if convert:
+        word = convert(word)
     if pairs and rng.random() < 0.015:
         pair = rng.choice(pairs)
         word = pair[0] + word + pair[1]
@@ -221,19 +228,20 @@ def line_length(rng: random.Random, max_len: int, fixed: int = 0) -> int:
 
 
 def compose_line(rng: random.Random, charset: str, n: int, corpus: Corpus | None,
-                 uniform_share: float = UNIFORM_SHARE) -> str:
+                 uniform_share: float = UNIFORM_SHARE, convert: Callable[[str], str] | None = None) -> str:
     """A line of exactly ``n`` characters (no space at either end, no double spaces), or "" when it fails.
 
     ``uniform_share``: the share of pieces drawn uniformly from the alphabet (1-3 characters each), which is what
     makes rare characters appear; the corpus words (by frequency) give up that share. Lines of a Han corpus put no
-    space where Chinese print has none (:func:`no_space_between`)."""
+    space where Chinese print has none (:func:`no_space_between`). ``convert``: what corpus words and numbers become
+    (:func:`crnn.data.traditional.to_traditional`), the same draws either way."""
     space = " " in W.label_rules(charset)[0]
     han = corpus is not None and corpus.joiner == ""
     uniform_only = corpus is None or rng.random() < UNIFORM_LINE_SHARE
     out: list[str] = []
     size = 0
     while size < n + 2:
-        piece, spaced = _piece(rng, charset, None if uniform_only else corpus, not out, uniform_share)
+        piece, spaced = _piece(rng, charset, None if uniform_only else corpus, not out, uniform_share, convert)
         if not piece:
             continue
         if (out and space and (spaced or rng.random() < SPACE_SHARE) and out[-1] != " "
@@ -247,12 +255,17 @@ def compose_line(rng: random.Random, charset: str, n: int, corpus: Corpus | None
 
 
 def sample_line(rng: random.Random, opts: W.TextOptions) -> str:
-    """A text line for ``opts.charset``: ``opts.line_len`` characters, or 1..``opts.max_len``."""
+    """A text line for ``opts.charset``: ``opts.line_len`` characters, or 1..``opts.max_len``; a share
+    ``opts.traditional`` of lines in traditional forms (no draw when it is 0: the old lines of a seed)."""
     # every held-out face split draws the held-out words too
     corpus = load_corpus(opts.charset, opts.words, "heldout" if opts.split in ("dev", "final") else opts.split)
+    share = getattr(opts, "traditional", 0.0)
+    convert = None
+    if share and rng.random() < share:
+        convert = functools.partial(to_traditional, alphabet=W.label_rules(opts.charset)[0])
     for _ in range(100):
         text = compose_line(rng, opts.charset, line_length(rng, opts.max_len, opts.line_len), corpus,
-                            getattr(opts, "uniform_share", UNIFORM_SHARE))
+                            getattr(opts, "uniform_share", UNIFORM_SHARE), convert)
         if text:
             return text
     raise TextSourceError(f"cannot compose text lines for charset {opts.charset!r}")

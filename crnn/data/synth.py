@@ -37,6 +37,7 @@ from crnn.data.backgrounds import NoPhotosError, wallpapers
 from crnn.data.fonts import CJK_FONT_PACKAGES, SPLITS, FontInfo, NoFontsError, find_fonts, font_picker, load_font, uncovered
 from crnn.data.lines import UNIFORM_SHARE, describe
 from crnn.data.text import sample_text
+from crnn.data.traditional import check_traditional
 from crnn.data.words import RENDERABLE, label_rules, text_label, text_mode
 
 __all__ = [
@@ -81,6 +82,9 @@ class SynthOptions:
     signs: float = 0.0  # words: texts as signs, labels and codes write them (phrases, iPhone, SKU-4471b)
     elastic: float = 0.0  # samples whose strokes are bent by a smooth random field (brush and hand drawn shapes)
     street: float = 0.0  # style default: this share of samples in the street style (geometry, camera, photos)
+    # lines: share of lines whose corpus words are written in traditional forms (发展 -> 發展, 头发 -> 頭髮;
+    # crnn.data.traditional); only for an alphabet that has them (zh_gb2312_trad), else a one-line error
+    traditional: float = 0.0
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
@@ -97,9 +101,11 @@ class SynthOptions:
             raise ValueError(f"line_len must be 0 (varied) or 1..max_len ({self.max_len}), got {self.line_len}")
         if not 0.0 <= self.uniform_share <= 1.0:
             raise ValueError(f"uniform_share must be within 0..1, got {self.uniform_share}")
-        for name in ("mixed_fonts", "squeeze", "weight", "jitter", "photos", "signs", "street", "elastic"):
+        for name in ("mixed_fonts", "squeeze", "weight", "jitter", "photos", "signs", "street", "elastic",
+                     "traditional"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be within 0..1, got {getattr(self, name)}")
+        check_traditional(self.charset, self.traditional)
         if self.line_len and text_mode(self) == "words":
             raise ValueError("line_len needs text lines (--text lines); scene-text words have varied lengths")
 

@@ -32,6 +32,7 @@ class TextOptions(Protocol):
     line_len: int  # lines: fixed length; 0 = 1..max_len
     split: str  # train | heldout | all: which part of the line corpus (and of the CJK fonts) to draw from
     signs: float  # words: share of texts drawn as signs, labels and codes write (see :func:`sign_text`)
+    traditional: float  # lines: share written in traditional forms (crnn.data.traditional)
 
 
 @functools.lru_cache(maxsize=4)

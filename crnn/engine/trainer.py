@@ -76,12 +76,13 @@ def synth_options(cfg: Config, style: str = "default"):
                          text="lines", style=style, line_len=cfg.data.synth_line_len,
                          uniform_share=cfg.data.synth_uniform_share, mixed_fonts=cfg.data.synth_mixed_fonts,
                          squeeze=cfg.data.synth_squeeze, weight=cfg.data.synth_weight, jitter=cfg.data.synth_jitter,
-                         photos=cfg.data.synth_photos, elastic=cfg.data.synth_elastic)
+                         photos=cfg.data.synth_photos, elastic=cfg.data.synth_elastic,
+                         traditional=cfg.data.synth_traditional)
     if text_mode(SynthOptions(charset=cfg.model.charset)) == "lines":
         return lines
     d = cfg.data
     levers = dict(squeeze=d.synth_squeeze, weight=d.synth_weight, jitter=d.synth_jitter, photos=d.synth_photos,
-                  signs=d.synth_signs, street=d.synth_street, elastic=d.synth_elastic)
+                  signs=d.synth_signs, street=d.synth_street, elastic=d.synth_elastic, traditional=d.synth_traditional)
     if not any(levers.values()):
         return SynthOptions(text="words", style=style)  # the English recipes before the levers: the same bytes
     # a case-sensitive alphabet with a space (printable95) keeps phrases and case in its labels
