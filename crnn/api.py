@@ -2,8 +2,8 @@
 and ``crnn.serve``.
 
     import crnn
-    reader = crnn.Recognizer()                      # the shipped model in weights/ (English words; "zh": Chinese lines)
-    print(reader.read("word.png"))                  # Reading(text='hello', confidence=0.97)
+    reader = crnn.Recognizer()                      # the shipped model in weights/ (English, "en"; "zh": Chinese lines)
+    print(reader.read("word.png"))                  # Reading(text='Hello', confidence=0.97)
 
 A thin, stable layer over :mod:`crnn.infer` (preprocessing and batching, shared with ``crnn-predict``),
 :func:`crnn.engine.trainer.fit` (``crnn-train``) and ``crnn-eval``'s evaluation. Errors are the library's own
@@ -172,8 +172,9 @@ class Recognizer:
                  beam_width: int = 10, lexicon: str | os.PathLike | Sequence[str] | None = None,
                  batch_size: int = 64, amp: str = "off", config: str | os.PathLike | None = None,
                  charset: str | None = None) -> None:
-        """Load ``weights``: a checkpoint path or a shipped model's name (None or "en" = English words, "zh" =
-        Chinese text lines; a path that exists wins over a name). The options are those of crnn-predict.
+        """Load ``weights``: a checkpoint path or a shipped model's name (None or "en" = English words in printable
+        ASCII with case, "en_alnum36" = the former default, lower-case 0-9a-z at 32x100, "zh" = Chinese text lines;
+        a path that exists wins over a name). The options are those of crnn-predict.
 
         ``device``: auto | cpu | cuda | cuda:N. ``decoder``: greedy | beam (default: beam when a lexicon is given,
         else greedy). ``lexicon``: a word-list file (one word per line) or a list of words; the answer is then the
@@ -353,7 +354,7 @@ def serve(weights: str | os.PathLike | Sequence[str | os.PathLike] | dict[str, s
           max_pixels: int = 25_000_000, max_request_bytes: int = 32 << 20) -> int:
     """Run the recognition service (``crnn-serve``) in this process until SIGTERM (returns 0) or Ctrl-C (130).
 
-    ``weights``: one model or several - shipped names ("en", "zh"), checkpoint paths (named by file stem),
+    ``weights``: one model or several - shipped names ("en", "en_alnum36", "zh"), checkpoint paths (named by file stem),
     ``"NAME=PATH"`` strings or a ``{name: weights}`` dict; the first is the default (None: "en"). ``token``: require
     ``Authorization: Bearer TOKEN`` (None: ``$CRNN_SERVE_TOKEN`` if set). The other options are crnn-serve's
     (``crnn-serve --help``). Needs the serve extra. Raises ServeError (a ValueError) for bad settings or a port in

@@ -1,7 +1,7 @@
 """Inference library: a :class:`Recognizer` built from any checkpoint, batched prediction on images or files.
 
-    rec = Recognizer.from_checkpoint("weights/crnn_vgg_small.pt")
-    rec.predict_images([Image.open("word.png")])      # [("hello", 0.97)]
+    rec = Recognizer.from_checkpoint("weights/crnn_en.pt")   # or a shipped name: "en", "en_alnum36", "zh"
+    rec.predict_images([Image.open("word.png")])      # [("Hello", 0.97)]
     for p in rec.predict_paths(["a.jpg", "b.png"]):   # Prediction(path, text, confidence, error)
         ...
 
@@ -38,14 +38,21 @@ from crnn.model import CRNN
 
 __all__ = ["Recognizer", "Prediction", "InferenceError", "ImageReadError", "AMP_MODES", "IMAGE_EXTENSIONS",
            "resolve_device", "load_image", "width_batches", "split_by_width", "read_at_own_width", "default_weights",
-           "fallback_spec", "read_lexicon", "WEIGHTS_BY_NAME", "weights_folder", "resolve_weights", "INFER_MAX_WIDTH",
-           "SqueezeWarning", "find_images", "expand_inputs"]
+           "fallback_spec", "read_lexicon", "WEIGHTS_BY_NAME", "WEIGHTS_READS", "weights_folder", "resolve_weights",
+           "shipped_names_help", "INFER_MAX_WIDTH", "SqueezeWarning", "FallbackWeightsWarning", "find_images",
+           "expand_inputs"]
 
 AMP_MODES = ("off", "bf16", "fp16")
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pbm", ".pgm", ".ppm")
 CHUNK = 512  # images loaded and predicted together by predict_paths (bounds memory on huge inputs)
 # The shipped models by name (files in weights/ of the package checkout); "en" is the default everywhere.
-WEIGHTS_BY_NAME = {"en": "crnn_vgg_small.pt", "zh": "crnn_zh_lines.pt"}
+WEIGHTS_BY_NAME = {"en": "crnn_en.pt", "en_alnum36": "crnn_vgg_small.pt", "zh": "crnn_zh_lines.pt"}
+# what each name reads, for --help texts and messages (weights/README.md has the cards)
+WEIGHTS_READS = {"en": "English words and short lines in printable ASCII, case and punctuation kept",
+                 "en_alnum36": "the former default: English words as lower-case 0-9a-z, fixed 32x100 input",
+                 "zh": "Chinese text lines"}
+# a name whose file is absent in this checkout reads with this one instead, with a warning
+FALLBACK_NAME = {"en": "en_alnum36"}
 # names whose model this release does not ship yet: what a user can do instead (docs/chinese.md)
 NOT_YET_SHIPPED = {"zh": "it comes with the crnn checkout (git pull), or train one with bash scripts/zh_sitting.sh "
                          "start (docs/chinese.md, 'Train a Chinese line model') and copy runs/zh/last.pt there"}
@@ -93,6 +100,10 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
+class FallbackWeightsWarning(UserWarning):
+    """The shipped model asked for is not in this checkout; another one reads instead (the message names both)."""
+
+
 class SqueezeWarning(UserWarning):
     """A keep-ratio line wider than the inference cap was squeezed to it (fewer time steps than its width asks)."""
 
@@ -102,33 +113,51 @@ def weights_folder() -> Path:
     return Path(crnn.__file__).resolve().parent.parent / "weights"
 
 
+def shipped_names_help() -> str:
+    """The shipped names and what each reads, for a ``--weights`` help text."""
+    return ", ".join(f"{name} ({WEIGHTS_READS[name]}; weights/{file})" for name, file in WEIGHTS_BY_NAME.items())
+
+
 def resolve_weights(weights: str | os.PathLike | None, folder: str | os.PathLike | None = None) -> Path:
     """A ``--weights`` value -> checkpoint path: None = the default (en), a path that exists wins, then a name.
 
-    Names are the keys of :data:`WEIGHTS_BY_NAME` (``en``, ``zh``); a name whose file is absent is an InferenceError
-    naming the file. Anything else is returned as a path (loading it reports a missing file).
+    Names are the keys of :data:`WEIGHTS_BY_NAME` (``en``, ``en_alnum36``, ``zh``); a name whose file is absent
+    falls back to :data:`FALLBACK_NAME`'s file with a :class:`FallbackWeightsWarning` where it has one, else is an
+    InferenceError naming the file. Anything else is returned as a path (loading it reports a missing file).
     """
     if weights is None:
         return default_weights() if folder is None else default_weights(folder)
     path = Path(weights)
     if path.exists() or str(weights) not in WEIGHTS_BY_NAME:
         return path
-    file = (Path(folder) if folder is not None else weights_folder()) / WEIGHTS_BY_NAME[str(weights)]
-    if not file.is_file():
-        how = NOT_YET_SHIPPED.get(str(weights), "get it with the crnn checkout (git pull)")
-        raise InferenceError(f"shipped model {weights!r} is {file}, which is not there; {how}, "
-                             f"or pass --weights PATH to a checkpoint")
-    return file
+    folder = Path(folder) if folder is not None else weights_folder()
+    name = str(weights)
+    file = folder / WEIGHTS_BY_NAME[name]
+    if file.is_file():
+        return file
+    spare = FALLBACK_NAME.get(name)
+    if spare is not None and (folder / WEIGHTS_BY_NAME[spare]).is_file():
+        warnings.warn(f"shipped model {name!r} is {file}, which is not there; reading with {spare!r} "
+                      f"({WEIGHTS_BY_NAME[spare]}: {WEIGHTS_READS[spare]}) instead. Get {file.name} with the crnn "
+                      f"checkout (git pull), or pass --weights", FallbackWeightsWarning, stacklevel=2)
+        return folder / WEIGHTS_BY_NAME[spare]
+    how = NOT_YET_SHIPPED.get(name, "get it with the crnn checkout (git pull)")
+    raise InferenceError(f"shipped model {name!r} is {file}, which is not there; {how}, "
+                         f"or pass --weights PATH to a checkpoint")
 
 
 def default_weights(folder: str | os.PathLike | None = None) -> Path:
-    """The shipped model: ``weights/crnn_vgg_small.pt`` next to the package, else the first ``weights/*.pt``."""
+    """The default model: ``en`` (``weights/crnn_en.pt``) next to the package; where it is absent, the former
+    default ``en_alnum36`` with a :class:`FallbackWeightsWarning`, else the first ``weights/*.pt`` (warned too)."""
     folder = Path(folder) if folder is not None else weights_folder()
-    if (folder / SHIPPED_MODEL).is_file():
-        return folder / SHIPPED_MODEL
+    if (folder / SHIPPED_MODEL).is_file() or (folder / WEIGHTS_BY_NAME[FALLBACK_NAME["en"]]).is_file():
+        return resolve_weights("en", folder)
     found = sorted(folder.glob("*.pt"))
     if not found:
         raise InferenceError(f"no shipped model in {folder}; pass --weights PATH (a .pt file from crnn-train)")
+    warnings.warn(f"the default model {folder / SHIPPED_MODEL} is not there; reading with {found[0].name}, the "
+                  f"first .pt file there. Get {SHIPPED_MODEL} with the crnn checkout (git pull), or pass --weights",
+                  FallbackWeightsWarning, stacklevel=2)
     return found[0]
 
 

@@ -87,7 +87,8 @@ report_zh() {
 
 report_en() {
   # the real development set (issue 44) beside EasyOCR, PP-OCRv4 and PP-OCRv6 small, crops/s from the same run
-  # (crnn_vgg_small.pt, today's default, was fine-tuned on all of iiit5k_train: its dev figure is flattered)
+  # (crnn_vgg_small.pt, en_alnum36 - the former default - was fine-tuned on all of iiit5k_train: its dev figure is
+  # flattered)
   "$PY" scripts/en_benchmark.py --weights "$PACK" --weights weights/crnn_vgg_small_synth.pt \
     --weights weights/crnn_vgg_small.pt --data en_dev=data/en_dev \
     --json --markdown "$OUT/bench.md" > "$OUT/bench.json"

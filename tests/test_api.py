@@ -278,9 +278,9 @@ def test_docs_python_example_runs_as_written(tmp_path):
     lines = out.stdout.splitlines()
     # the page's own comments are the expected output (digits up to its "...": they change with the shipped weights)
     shown = re.findall(r"#\s+(Reading\(text='\w+', confidence=[0-9.]+?)\.\.\.", "\n".join(blocks))
-    assert len(shown) == 2 and shown[0].startswith("Reading(text='immediately'")
+    assert len(shown) == 2 and shown[0].startswith("Reading(text='IMMEDIATELY'")  # the default reads capitals
     assert lines[0].startswith(shown[0])
-    assert lines[1] == "['packaged', 'immediately']"
+    assert lines[1] == "['packaged', 'IMMEDIATELY']"
     assert lines[2].startswith(shown[1]) and shown[1].startswith("Reading(text='packaged'")
     assert lines[3].startswith("runs/smoke_py/last.pt runs/smoke_py/best.pt {'data/smoke/val.lmdb': {")
     assert (tmp_path / "runs/smoke_py/last.pt").is_file()

@@ -277,14 +277,35 @@ def test_fatal_errors_exit_2_with_one_line(ckpts, images, tmp_path, capsys):
         assert expected in err and len(err.splitlines()) == 1 and err.startswith("crnn-predict: error: "), err
 
 
-def test_default_weights_prefers_the_shipped_name(tmp_path):
+def test_default_weights_prefers_the_shipped_name(tmp_path, recwarn):
     with pytest.raises(InferenceError, match="--weights"):
         default_weights(tmp_path)
     (tmp_path / "b.pt").write_bytes(b"")
     (tmp_path / "a.pt").write_bytes(b"")
-    assert default_weights(tmp_path).name == "a.pt"
-    (tmp_path / "crnn_vgg_small.pt").write_bytes(b"")
-    assert default_weights(tmp_path).name == "crnn_vgg_small.pt"
+    with pytest.warns(infer.FallbackWeightsWarning, match=r"crnn_en.pt is not there; reading with a.pt"):
+        assert default_weights(tmp_path).name == "a.pt"
+    (tmp_path / "crnn_vgg_small.pt").write_bytes(b"")  # the former default, en_alnum36: the English fallback
+    with pytest.warns(infer.FallbackWeightsWarning, match=r"'en'.*not there; reading with 'en_alnum36'"):
+        assert default_weights(tmp_path).name == "crnn_vgg_small.pt"
+    with pytest.warns(infer.FallbackWeightsWarning, match="lower-case 0-9a-z"):
+        assert infer.resolve_weights("en", tmp_path).name == "crnn_vgg_small.pt"
+    recwarn.clear()
+    (tmp_path / "crnn_en.pt").write_bytes(b"")
+    assert default_weights(tmp_path).name == infer.resolve_weights("en", tmp_path).name == "crnn_en.pt"
+    assert infer.resolve_weights("en_alnum36", tmp_path).name == "crnn_vgg_small.pt"
+    assert not recwarn.list
+
+
+def test_a_missing_default_reads_with_the_former_one_and_says_so(ckpts, images, tmp_path, capsys, monkeypatch):
+    import shutil
+
+    shutil.copy(ckpts["weights"], tmp_path / "crnn_vgg_small.pt")  # a checkout without crnn_en.pt
+    monkeypatch.setattr(infer, "weights_folder", lambda: tmp_path)
+    rc, out, err = run([str(images / "2.png")], capsys)
+    assert rc == 0 and out.startswith(str(images / "2.png"))
+    assert err.startswith("crnn-predict: warning: shipped model 'en'") and len(err.splitlines()) == 1, err
+    assert "crnn_en.pt, which is not there; reading with 'en_alnum36' (crnn_vgg_small.pt" in err
+    assert "git pull" in err
 
 
 def test_no_weights_flag_uses_the_default(ckpts, images, capsys, monkeypatch):
@@ -322,7 +343,7 @@ def test_bf16_option_reads_as_fp32_on_cpu(tmp_path, capsys):
         rc, out, err = run(["--device", "cpu", "--format", "json", "--amp", amp, str(tmp_path)], capsys)
         assert rc == 0, err
         got[amp] = [(g["text"], g["confidence"]) for g in json_lines(out)]
-    assert [t for t, _ in got["off"]] == ["2024", "hello", "cat", "predict", "tensor"]
+    assert [t for t, _ in got["off"]] == ["2024", "Hello", "cat", "predict", "tensor"]  # the default reads case
     assert [t for t, _ in got["bf16"]] == [t for t, _ in got["off"]]
     assert [c for _, c in got["bf16"]] == pytest.approx([c for _, c in got["off"]], abs=0.03)
     assert [c for _, c in got["bf16"]] != [c for _, c in got["off"]]

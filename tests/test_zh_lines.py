@@ -76,7 +76,8 @@ def test_names_resolve_to_the_weights_folder(shipped_zh, tmp_path):
 
 
 def test_en_names_the_default_model():
-    assert resolve_weights("en") == infer.weights_folder() / "crnn_vgg_small.pt" == infer.default_weights()
+    assert resolve_weights("en") == infer.weights_folder() / "crnn_en.pt" == infer.default_weights()
+    assert resolve_weights("en_alnum36") == infer.weights_folder() / "crnn_vgg_small.pt"  # the former default
 
 
 def test_a_path_that_exists_wins_over_a_name(shipped_zh, tmp_path, monkeypatch):

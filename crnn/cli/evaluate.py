@@ -36,13 +36,13 @@ an example each, characters never read right, and the errors worst first (--repo
 
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of crnn-eval."""
-    from crnn.infer import AMP_MODES
+    from crnn.infer import AMP_MODES, shipped_names_help
     from crnn.metrics import PROTOCOL_CHOICES
 
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--weights", help="checkpoint (any crnn layout) or a shipped model's name: en (English words, "
-                        "the default) or zh (Chinese text lines); a path that exists wins over a name")
+    p.add_argument("--weights", help="checkpoint (any crnn layout) or a shipped model's name: "
+                        f"{shipped_names_help()}. Default: en. A path that exists wins over a name")
     p.add_argument("--data", action="append", required=True, metavar="PATH",
                    help="LMDB, folder of LMDBs, or folder with gt.txt; repeat for several datasets")
     p.add_argument("--protocol", choices=PROTOCOL_CHOICES, default="auto",

@@ -6,7 +6,7 @@ import sys
 
 PROG = "crnn-export"
 EPILOG = """examples:
-  crnn-export --weights weights/crnn_vgg_small.pt --format onnx --out crnn.onnx
+  crnn-export --weights en --format onnx --out crnn.onnx
   crnn-export --weights runs/synth_cpu/best.pt --format torchscript --out crnn.ts.pt --width 128
   crnn-export --weights zh --format onnx --out crnn_zh.onnx      (the shipped Chinese line model)
 
@@ -21,10 +21,12 @@ must match PyTorch within --atol. Charset and preprocessing settings are stored 
 
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of crnn-export."""
+    from crnn.infer import shipped_names_help
+
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--weights", help="checkpoint (any crnn layout) or a shipped model's name: en (English words, "
-                        "the default) or zh (Chinese text lines); a path that exists wins over a name")
+    p.add_argument("--weights", help="checkpoint (any crnn layout) or a shipped model's name: "
+                        f"{shipped_names_help()}. Default: en. A path that exists wins over a name")
     p.add_argument("--format", choices=("onnx", "torchscript"), required=True, help="output format")
     p.add_argument("--out", required=True, help="file to write (atomically: temp file, verify, rename)")
     p.add_argument("--width", type=int, help="example input width for tracing (default: the trained data.width)")

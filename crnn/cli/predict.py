@@ -11,8 +11,9 @@ from typing import TextIO
 
 PROG = "crnn-predict"
 EPILOG = """examples:
-  crnn-predict word.png                          (the shipped model in weights/)
+  crnn-predict word.png                          (the shipped English model, en, in weights/)
   crnn-predict --weights zh line.png             (the shipped Chinese text-line model)
+  crnn-predict --weights en_alnum36 word.png     (the former default: lower-case 0-9a-z at 32x100)
   crnn-predict --weights runs/synth_cpu/best.pt crops/ --format json
   crnn-predict 'scans/**/*.jpg' --decoder beam --lexicon words.txt
   find crops -name '*.png' | crnn-predict -
@@ -20,7 +21,7 @@ EPILOG = """examples:
 output, one line per image in input order:
   text:  PATH<TAB>PREDICTION<TAB>CONFIDENCE     (an unreadable image: PATH<TAB><TAB>, reason on stderr)
   json:  {"path": ..., "text": ..., "confidence": ...}   (+ "error" when the image could not be read)
-A keep-ratio model (zh) reads a line at its own width (up to 4096 px after resizing to the model's height);
+A keep-ratio model (en, zh) reads a line at its own width (up to 4096 px after resizing to the model's height);
 a wider line is squeezed to that, with a warning on stderr.
 exit codes: 0 all predicted, 1 some images could not be read, 2 bad arguments / weights / inputs.
 """
@@ -32,14 +33,14 @@ class UsageError(ValueError):
 
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of crnn-predict."""
-    from crnn.infer import AMP_MODES
+    from crnn.infer import AMP_MODES, shipped_names_help
 
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="image files, folders (searched recursively), globs, or - to read paths from stdin")
-    p.add_argument("--weights", help="checkpoint (any crnn layout) or a shipped model's name: en (English words, "
-                        "the default) or zh (Chinese text lines); a path that exists wins over a name")
+    p.add_argument("--weights", help="checkpoint (any crnn layout) or a shipped model's name: "
+                        f"{shipped_names_help()}. Default: en. A path that exists wins over a name")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (default: auto)")
     p.add_argument("--batch-size", type=int, default=64, help="images per forward pass (default: 64)")
     p.add_argument("--decoder", choices=("greedy", "beam"), default="greedy", help="CTC decoder (default: greedy)")
@@ -113,7 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.batch_size < 1 or args.beam_width < 1:
             raise UsageError("--batch-size and --beam-width must be at least 1")
         paths = expand_inputs(args.paths, sys.stdin)
-        recognizer = load_recognizer(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning  # e.g. the default model is missing: which one reads instead
+            recognizer = load_recognizer(args)
     except (UsageError, CheckpointError, InferenceError, ConfigError, CharsetError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

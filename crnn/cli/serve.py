@@ -35,6 +35,7 @@ def byte_size(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of crnn-serve."""
+    from crnn.infer import shipped_names_help
     from crnn.serving.images import Limits
     from crnn.serving.service import TOKEN_ENV, ServeOptions
 
@@ -42,8 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--weights", action="append", metavar="SPEC",
-                   help="a model to serve, repeatable: a shipped name (en, zh), NAME=PATH, or a checkpoint PATH "
-                        "(named by its file stem); the first is the default (default: en)")
+                   help=f"a model to serve, repeatable: a shipped name - {shipped_names_help()} -, NAME=PATH, or a "
+                        "checkpoint PATH (named by its file stem); the first is the default (default: en)")
     p.add_argument("--host", default=d.host, help=f"address to listen on (default: {d.host})")
     p.add_argument("--port", type=int, default=d.port, help=f"port (default: {d.port}; 0: any free port)")
     p.add_argument("--token", help=f"require 'Authorization: Bearer TOKEN' (default: ${TOKEN_ENV}, else none; the "
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def options_from_args(args: argparse.Namespace):
     """ServeOptions from parsed arguments (the token from --token, else the environment)."""
+    from crnn.infer import shipped_names_help
     from crnn.serving.images import Limits
     from crnn.serving.service import TOKEN_ENV, ServeOptions
 

@@ -36,8 +36,8 @@ class ReadOptions:
 
 
 def parse_weights(specs: list[str]) -> dict[str, str]:
-    """``--weights`` values -> {name: weights}: ``en`` / ``zh`` (shipped), ``NAME=PATH``, or a path (named by its
-    file stem). The first is the default model."""
+    """``--weights`` values -> {name: weights}: a shipped name (``en``, ``en_alnum36``, ``zh``), ``NAME=PATH``, or a
+    path (named by its file stem). The first is the default model."""
     models: dict[str, str] = {}
     for spec in specs or ["en"]:
         if "=" in spec and not Path(spec).exists():
