@@ -124,7 +124,80 @@ def split_by_width(batch):
     return out
 
 
-def read_at_own_width(batches: Iterable) -> Iterator:
-    """:func:`split_by_width` over a loader: what ``crnn-eval`` feeds the model, so that it reads as crnn-predict."""
+def concat_batches(batches: Sequence):
+    """Right-padded batches of one dataclass type -> one batch holding all their images (right-padded with zeros to
+    the widest): fields with one entry per image are concatenated, ``num_skipped`` summed, anything else taken from
+    the first. The padding is never read: :func:`split_by_width` cuts every image back to its own width."""
+    if len(batches) == 1:
+        return batches[0]
+    first, n = batches[0], [len(b.labels) for b in batches]
+    changes = {}
+    for f in fields(first):
+        vals = [getattr(b, f.name) for b in batches]
+        if f.name == "images":
+            c, h = vals[0].shape[1:3]
+            out = vals[0].new_zeros((sum(n), c, h, max(v.shape[-1] for v in vals)))  # (B, C, H, W)
+            start = 0
+            for v in vals:
+                out[start:start + len(v), ..., :v.shape[-1]] = v
+                start += len(v)
+            changes[f.name] = out
+        elif f.name == "targets":
+            changes[f.name] = torch.cat(vals)
+        elif f.name == "num_skipped":
+            changes[f.name] = sum(vals)
+        elif all(isinstance(v, torch.Tensor) and v.dim() > 0 and len(v) == k for v, k in zip(vals, n)):
+            changes[f.name] = torch.cat(vals)
+        elif all(isinstance(v, (list, tuple)) and len(v) == k for v, k in zip(vals, n)):
+            changes[f.name] = type(vals[0])(x for v in vals for x in v)
+    return replace(first, **changes)
+
+
+def read_at_own_width(batches: Iterable, pool: int = 512) -> Iterator:
+    """:func:`split_by_width` over a loader: what ``crnn-eval`` feeds the model, so that it reads as crnn-predict.
+
+    Batches are pooled until they hold ``pool`` images before they are cut, so that crops of one width meet across
+    loader batches (a keep-ratio set read 64 at a time came out in forwards of 2-3 images); no forward holds more
+    images than the largest loader batch pooled. ``pool`` 0 cuts each batch alone.
+    """
+    pooled: list = []
     for batch in batches:
-        yield from split_by_width(batch)
+        if not is_dataclass(batch) or not hasattr(batch, "widths"):
+            yield batch
+            continue
+        pooled.append(batch)
+        if sum(len(b.labels) for b in pooled) >= pool:
+            yield from _cut(pooled)
+            pooled = []
+    if pooled:
+        yield from _cut(pooled)
+
+
+def _cut(pooled: list) -> Iterator:
+    """The pooled batches as equal-width batches of at most the largest pooled batch's size."""
+    cap = max(1, max(len(b.labels) for b in pooled))
+    for group in split_by_width(concat_batches(pooled)):
+        if len(group.labels) <= cap:
+            yield group
+            continue
+        for start in range(0, len(group.labels), cap):
+            yield _take(group, start, start + cap)
+
+
+def _take(batch, start: int, stop: int):
+    """Images ``start:stop`` of an equal-width batch (targets follow; ``num_skipped`` stays with the first part)."""
+    n = len(batch.labels)
+    lengths = [int(x) for x in batch.target_lengths]
+    t0, t1 = sum(lengths[:start]), sum(lengths[:stop])
+    changes = {}
+    for f in fields(batch):
+        v = getattr(batch, f.name)
+        if f.name == "targets":
+            changes[f.name] = v[t0:t1] if v.numel() else v
+        elif f.name == "num_skipped":
+            changes[f.name] = v if start == 0 else 0
+        elif isinstance(v, torch.Tensor) and v.dim() > 0 and len(v) == n:
+            changes[f.name] = v[start:stop]
+        elif isinstance(v, (list, tuple)) and len(v) == n:
+            changes[f.name] = v[start:stop]
+    return replace(batch, **changes)
