@@ -145,6 +145,58 @@ NPM = [
      "Maoken, NightFurySL2001", "jf open huninn (justfont) from Kosugi Maru (Motoya)"),  # SIL OFL 1.1
     ("train", "square display Hei", "@chinese-fonts/stmdxf", "3.0.0", "dist/*/*.woff2",
      "ShetuModengXiaoFang-merged.ttf", "699pic (Shetu, Shanghai Hanzhong)", "Shetu Modeng XiaoFang"),  # free commercial
+    # training faces from Fontsource (Google Fonts files, issue 43): the Chinese cursive Liu Jian Mao Cao (all 3,755
+    # level-1 Hanzi), the traditional-form Ming Cactus Classical Serif (99 %) and Japanese brush, handwriting, Mincho,
+    # antique and Gothic designs, which draw 58-73 % of level 1 (the Hanzi Japanese shares). Designers from the Google
+    # Fonts metadata and each font's copyright line; licence after each row. One face per design: where a family's
+    # faces draw the same Kanji outlines only one is listed (Yuji Syuku for Yuji Boku / Mai, Kaisei Decol for Opti /
+    # Tokumin / HarunoUmi, Mochiy Pop One for its P face, Zen Kaku Gothic New for Antique, BIZ UDPMincho for
+    # UDMincho). Left out: M PLUS 2 and M PLUS 1 (one Kanji design; their 400 files keep the variable font's name,
+    # "M PLUS 2 Thin", which the hairline filter refuses) and M PLUS 1 Code (that design set monospace),
+    # Fontworks' faces (Klee One, Reggae One, RocknRoll One, Stick, Train One, DotGothic16, Potta One, Rampart One,
+    # Hachi Maru Pop) and Iansui (from Klee One), LXGW WenKai TC and LXGW Marker Gothic (LXGW), the WDXL Lubrifont
+    # faces (built on ZCOOL QingKe HuangYou, a final face), Kosugi / Kosugi Maru and Sawarabi (the Motoya and Sawarabi
+    # designs train from Debian), Huninn (jf open huninn, Maoken TangYuan's parent, from Kosugi Maru), the Noto CJK
+    # faces, Chiron Hei HK and Chocolate Classical Sans (Source Han Sans: Noto CJK trains; Chocolate also credits
+    # LXGW XiHei), Murecho (38 % of level 1), kana-only faces (Darumadrop One, Slackside One, Chokokutai, Tsukimi
+    # Rounded, Zen Tokyo Zoo, Yuji Hentaigana Akebono) and Chiron GoRound TC (its merged cmap overflows). Not
+    # measured: the Korean faces, Chiron Sung HK (only a variable font, in @fontsource-variable).
+    ("train", "cursive brush (caoshu)", "@fontsource/liu-jian-mao-cao", "5.3.0",
+     "files/liu-jian-mao-cao-*-400-normal.woff2", "LiuJianMaoCao-merged.ttf",
+     "Liu Zhengjiang, ZhongQi; Latin Kimberly Geswein", "Liu Jian Mao Cao"),  # SIL OFL 1.1
+    ("train", "brush Mincho (Japanese)", "@fontsource/yuji-syuku", "5.3.0", "files/yuji-syuku-*-400-normal.woff2",
+     "YujiSyuku-merged.ttf", "Kinuta Font Factory", "Yuji"),  # SIL OFL 1.1
+    ("train", "brush handwriting (Japanese)", "@fontsource/zen-kurenaido", "5.3.0",
+     "files/zen-kurenaido-*-400-normal.woff2", "ZenKurenaido-merged.ttf", "Yoshimichi Ohira", "Zen Kurenaido"),  # OFL
+    ("train", "handwriting (Japanese)", "@fontsource/yomogi", "5.3.0", "files/yomogi-*-400-normal.woff2",
+     "Yomogi-merged.ttf", "Satsuyako", "Yomogi"),  # SIL OFL 1.1
+    ("train", "Mincho (Japanese)", "@fontsource/kaisei-decol", "5.3.0", "files/kaisei-decol-*-400-normal.woff2",
+     "KaiseiDecol-merged.ttf", "Font-Kai", "Kaisei"),  # SIL OFL 1.1
+    ("train", "soft Mincho (Japanese)", "@fontsource/hina-mincho", "5.2.8", "files/hina-mincho-*-400-normal.woff2",
+     "HinaMincho-merged.ttf", "Satsuyako", "Hina Mincho"),  # SIL OFL 1.1
+    ("train", "retro Mincho (Japanese)", "@fontsource/new-tegomin", "4.5.9", "files/new-tegomin-*-400-normal.woff2",
+     "NewTegomin-merged.ttf", "Kousuke Nagai", "New Tegomin"),  # SIL OFL 1.1
+    ("train", "heavy rounded pop Gothic (Japanese)", "@fontsource/mochiy-pop-one", "5.3.0",
+     "files/mochiy-pop-one-*-400-normal.woff2", "MochiyPopOne-merged.ttf", "FONTDASU", "Mochiy Pop"),  # SIL OFL 1.1
+    ("train", "Gothic (Japanese)", "@fontsource/zen-kaku-gothic-new", "5.3.0",
+     "files/zen-kaku-gothic-new-*-400-normal.woff2", "ZenKakuGothicNew-merged.ttf", "Yoshimichi Ohira",
+     "Zen Kaku Gothic"),  # SIL OFL 1.1
+    ("train", "antique Mincho (Japanese)", "@fontsource/zen-antique", "5.3.0", "files/zen-antique-*-400-normal.woff2",
+     "ZenAntique-merged.ttf", "Yoshimichi Ohira", "Zen Antique"),  # SIL OFL 1.1
+    ("train", "soft antique Mincho (Japanese)", "@fontsource/zen-antique-soft", "5.2.8",
+     "files/zen-antique-soft-*-400-normal.woff2", "ZenAntiqueSoft-merged.ttf", "Yoshimichi Ohira",
+     "Zen Antique"),  # SIL OFL 1.1
+    ("train", "antique Gothic (Japanese)", "@fontsource/shippori-antique", "5.3.0",
+     "files/shippori-antique-*-400-normal.woff2", "ShipporiAntique-merged.ttf", "FONTDASU",
+     "Shippori Antique"),  # SIL OFL 1.1
+    ("train", "Gothic (Japanese)", "@fontsource/m-plus-1p", "5.3.0", "files/m-plus-1p-*-400-normal.woff2",
+     "MPLUS1p-merged.ttf", "Coji Morishita (M+ FONTS)", "M+ fonts"),  # SIL OFL 1.1
+    ("train", "Mincho (Japanese)", "@fontsource/biz-udpmincho", "5.3.0", "files/biz-udpmincho-*-400-normal.woff2",
+     "BIZUDPMincho-merged.ttf", "Morisawa", "BIZ UD Mincho"),  # SIL OFL 1.1
+    ("train", "Ming/Song (traditional forms)", "@fontsource/cactus-classical-serif", "5.3.0",
+     "files/cactus-classical-serif-*-400-normal.woff2", "CactusClassicalSerif-merged.ttf",
+     "Tian Haidong, Henry Chan, Moonlit Owen", "Hong Kong Character Set glyphs (Henry Chan, GlyphWiki); Latin GenYoMin "
+     "(But Ko)"),  # SIL OFL 1.1
 ]
 
 
