@@ -90,7 +90,7 @@ class DataConfig:
     # (crnn-synth --elastic); 0 = off
     synth_elastic: float = 0.0
     # words: share of texts as signs, labels and codes write them - phrases with spaces (OPEN 24 HOURS), camel case
-    # (iPhone, eBay), product codes (SKU-4471b) (crnn-synth --signs); 0 = off
+    # (iPhone, eBay), product codes (SKU-4471b), letter-spaced words (K N I G H T) (crnn-synth --signs); 0 = off
     synth_signs: float = 0.0
     # words, synth_style default: share of samples in the street style (perspective, arcs, harsh camera, photographs)
     # (crnn-synth --street); 0 = off

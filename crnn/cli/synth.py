@@ -58,7 +58,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help=f"share of lines (or words) {what} (e.g. 0.3; default 0: none)")
     p.add_argument("--signs", type=float, default=0.0, metavar="SHARE",
                    help="words: share of texts as signs, labels and codes write them: phrases with spaces (OPEN 24 "
-                        "HOURS), camel case (iPhone, eBay), product codes (SKU-4471b); give --charset printable95 to "
+                        "HOURS), camel case (iPhone, eBay), product codes (SKU-4471b), letter-spaced words (K N I G H T); "
+                        "give --charset printable95 to "
                         "keep spaces in labels (default 0: none)")
     p.add_argument("--street", type=float, default=0.0, metavar="SHARE",
                    help="words, --style default: share of images in the street style (default 0: none)")

@@ -264,15 +264,28 @@ def _phrase(rng: random.Random, words: tuple[str, ...]) -> str:
     return _number(rng) + " " + _cased(rng, _word(rng, words))
 
 
+def _letter_spaced(rng: random.Random, words: tuple[str, ...]) -> str:
+    """A word set letter by letter (``K N I G H T``, ``M A R K E T``): titles and shop fronts track capitals that
+    wide, and the real crops label them so (iiit5k and svt write the gaps as spaces), so the text holds the spaces."""
+    for _ in range(20):
+        w = _word(rng, words)
+        if 2 <= len(w) <= 8 and w.isalpha():
+            break
+    return " ".join(w.upper() if rng.random() < 0.85 else w[:1].upper() + w[1:])
+
+
 def sign_text(rng: random.Random, words: tuple[str, ...]) -> str:
     """What signs, labels and codes write beyond single dictionary words (``SynthOptions.signs``): phrases with spaces
-    (``OPEN 24 HOURS``, ``Tea 2.50``), brand and camel case (``iPhone``, ``eBay``), product codes (``SKU-4471b``)."""
+    (``OPEN 24 HOURS``, ``Tea 2.50``), brand and camel case (``iPhone``, ``eBay``), product codes (``SKU-4471b``),
+    words set letter by letter (``K N I G H T``)."""
     r = rng.random()
-    if r < 0.45:
+    if r < 0.4:
         return _phrase(rng, words)
-    if r < 0.75:
+    if r < 0.68:
         return _camel(rng, words)
-    return _code_mixed(rng)
+    if r < 0.9:
+        return _code_mixed(rng)
+    return _letter_spaced(rng, words)
 
 
 def sample_word(rng: random.Random, opts: TextOptions) -> str:
