@@ -4,8 +4,9 @@ Issue 43 ("the alphabet real text needs"): the shipped line model (weights/crnn_
 same weights with its output layer widened to more classes the way training from it with a larger ``model.charset``
 widens it (crnn.engine.alphabet_change: every zh_gb2312 row kept, fresh rows after them). The default widths are the
 alphabets of docs/chinese.md, "Traditional forms on signs": 7,463 = zh_gb2312 + PP-OCRv4's 568 traditional-only forms,
-8,353 = ``zh_gb2312_trad``, 9,451 = zh_gb2312 + all 2,556 of OpenCC's traditional-only forms (the extra rows are
-the forms of zh_gb2312_trad, then other Hanzi outside GB 2312: only their number matters here).
+8,376 = ``zh_gb2312_trad`` (OpenCC's 1,458 forms and 23 Taiwan / Hong Kong forms), 9,451 = zh_gb2312 + all 2,556 of
+OpenCC's traditional-only forms (the extra rows are the forms of zh_gb2312_trad, then other Hanzi outside GB 2312: only
+their number matters here).
 
 * reading: lines rendered by the synthetic generator (training fonts), preprocessed as crnn-predict does it, then
   read by crnn.infer's engine (model + greedy decoding) one line at a time and in batches of 32;
@@ -44,7 +45,7 @@ from crnn.infer import Recognizer  # noqa: E402
 from crnn.loss import ctc_loss  # noqa: E402
 from crnn.model import build_model  # noqa: E402
 
-CLASSES = (6895, 7463, 8353, 9451)
+CLASSES = (6895, 7463, 8376, 9451)
 WEIGHTS = "weights/crnn_zh_lines.pt"
 
 

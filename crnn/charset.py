@@ -38,12 +38,19 @@ def _zh_gb2312() -> str:
     return ascii_printable + CJK_PUNCTUATION + gb2312_hanzi()
 
 
-def zh_traditional_forms() -> str:
-    """The 1,458 traditional forms outside GB 2312 of the level-1 GB 2312 Hanzi (鴨 for 鸭, 說 for 说), in the
-    standard's order: ``crnn/data/zh_trad.tsv``, written from OpenCC's tables by scripts/traditional_forms.py."""
+def zh_traditional_rows() -> list[tuple[str, str, str]]:
+    """``crnn/data/zh_trad.tsv`` (written from OpenCC's tables by scripts/traditional_forms.py): (form, its level-1
+    GB 2312 Hanzi, "" for OpenCC's forms, else the standards of a Taiwan / Hong Kong form: "tw", "hk" or "tw hk")."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "zh_trad.tsv")
     with open(path, encoding="utf-8") as f:
-        return "".join(line.split("\t", 1)[0] for line in f if line.strip() and not line.startswith("#"))
+        rows = [line.rstrip("\n").split("\t") for line in f if line.strip() and not line.startswith("#")]
+    return [(form, hanzi, standards[0] if standards else "") for form, hanzi, *standards in rows]
+
+
+def zh_traditional_forms() -> str:
+    """The 1,481 traditional forms outside GB 2312 of the level-1 GB 2312 Hanzi: OpenCC's 1,458 (鴨 for 鸭, 說 for 说,
+    爲 for 为) in the standard's order, then the 23 Taiwan and Hong Kong forms they lack (為, 裡, 眾, 説)."""
+    return "".join(form for form, _, _ in zh_traditional_rows())
 
 
 BUILTIN_CHARSETS: dict[str, str] = {
@@ -53,7 +60,8 @@ BUILTIN_CHARSETS: dict[str, str] = {
     # printable ASCII with the space: case, punctuation and the spaces of short lines (the English model, issue 44)
     "printable95": string.digits + string.ascii_letters + string.punctuation + " ",
     "zh_gb2312": _zh_gb2312(),
-    # zh_gb2312 with the traditional forms of its level-1 Hanzi after it, so zh_gb2312's rows keep their places
+    # zh_gb2312 with the traditional forms of its level-1 Hanzi after it (OpenCC's, then Taiwan's and Hong Kong's), so
+    # zh_gb2312's rows keep their places
     # (signs in Hong Kong and Taiwan, issue 43; docs/chinese.md, "Traditional forms on signs")
     "zh_gb2312_trad": _zh_gb2312() + zh_traditional_forms(),
 }

@@ -96,7 +96,8 @@ class DataConfig:
     # (crnn-synth --street); 0 = off
     synth_street: float = 0.0
     # text lines: share of lines whose corpus words are written in traditional forms (发展 -> 發展, 头发 -> 頭髮;
-    # crnn-synth --traditional); needs an alphabet with them (model.charset=zh_gb2312_trad); 0 = off
+    # each line in OpenCC's, Taiwan's or Hong Kong's forms: 爲 / 為; crnn-synth --traditional); needs an alphabet with
+    # them (model.charset=zh_gb2312_trad); 0 = off
     synth_traditional: float = 0.0
     # true: the loader's workers render every training batch on the fly (data.synth_* settings, train.seed; lines of
     # one batch share their length); data.train is not read, nothing is stored, no line repeats;

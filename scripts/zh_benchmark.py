@@ -27,9 +27,11 @@ so ``crnn-eval --data WORK/heldout`` reads them too):
 - ``dev_print`` / ``final_print`` (only with ``--sets``): issue 43's faces held out by design (crnn/data/cjk_faces.tsv,
   role dev / final), line i in face i mod their number, with ``unseen_print``'s damage;
 - ``trad_print`` (only with ``--sets``): the same held-out words written in traditional forms (crnn/data/traditional.py:
-  发展 -> 發展, 头发 -> 頭髮), labels in ``zh_gb2312_trad``, each line with at least one traditional-only form, drawn
-  with ``dev_print``'s damage in the development faces that draw 90 % or more of that alphabet's 1,458 forms (today
-  MiSans alone: Ma Shan Zheng and Long Cang have none, HongLei XingShu 4) - held-out faces and words, one face.
+  发展 -> 發展, 头发 -> 頭髮), each line in OpenCC's, Taiwan's or Hong Kong's forms (drawn per line, equal odds: 爲 裏 啓,
+  為 裡 啟, 為 裏 啓), labels in ``zh_gb2312_trad``, each line with at least one traditional-only form, drawn with
+  ``dev_print``'s damage in the development faces that draw 90 % or more of that alphabet's 1,458 OpenCC forms and of
+  its 23 Taiwan and Hong Kong forms (today MiSans alone, 1,390 and 21: Ma Shan Zheng and Long Cang have none, HongLei
+  XingShu 4 and 0) - held-out faces and words, one face.
 
 Scores are crnn's metrics under the ``unicode`` protocol (NFKC, whitespace collapsed): CER and line accuracy, and
 the errors by character class (Hanzi, Latin, digits, other; one minimal edit script per line, in the JSON and a
@@ -72,7 +74,10 @@ SET_TITLES = {"heldout": "held-out fonts", "seen": "training fonts", "clean": "c
               "trad_print": "traditional forms, development faces that draw them, print damage"}
 CHARSET = "zh_gb2312"
 TRAD_CHARSET = "zh_gb2312_trad"  # trad_print's labels
-TRAD_FACE_SHARE = 0.9  # trad_print: the development faces that draw at least this share of the traditional forms
+TRAD_STANDARDS = ("s2t", "s2tw", "s2hk")  # trad_print: each line in one, equal odds (crnn.data.traditional.STANDARDS)
+# trad_print: the development faces that draw at least this share of OpenCC's traditional forms and of the Taiwan and
+# Hong Kong forms, each
+TRAD_FACE_SHARE = 0.9
 MIN_LEN, MAX_LEN = 4, 12
 LONG_LEN = (24, 40)  # lines 2-3x longer than any training line: does reading at the image's own width hold up?
 SEEDS = {"heldout": 2301, "seen": 2302, "clean": 2303, "long": 2304, "unseen_clean": 2305, "unseen_print": 2306,
@@ -108,14 +113,24 @@ def set_charset(name: str) -> str:
     return TRAD_CHARSET if name == "trad_print" else CHARSET
 
 
-@functools.lru_cache(maxsize=1)
-def traditional() -> tuple:
-    """(word -> its traditional form within zh_gb2312_trad, the traditional-only forms) for ``trad_print``."""
+@functools.lru_cache(maxsize=3)
+def traditional(standard: str = "s2t") -> tuple:
+    """(word -> its traditional form of ``standard`` within zh_gb2312_trad, the traditional-only forms) for
+    ``trad_print`` (crnn.data.traditional.STANDARDS: OpenCC's, Taiwan's, Hong Kong's)."""
     from crnn.charset import zh_traditional_forms
     from crnn.data.traditional import to_traditional
     from crnn.data.words import label_rules
 
-    return functools.partial(to_traditional, alphabet=label_rules(TRAD_CHARSET)[0]), frozenset(zh_traditional_forms())
+    return (functools.partial(to_traditional, alphabet=label_rules(TRAD_CHARSET)[0], standard=standard),
+            frozenset(zh_traditional_forms()))
+
+
+def trad_form_groups() -> tuple[str, str]:
+    """(OpenCC's forms, the Taiwan and Hong Kong forms after them) of zh_gb2312_trad."""
+    from crnn.charset import zh_traditional_rows
+
+    rows = zh_traditional_rows()
+    return "".join(f for f, _, std in rows if not std), "".join(f for f, _, std in rows if std)
 
 
 @functools.lru_cache(maxsize=1)
@@ -197,16 +212,18 @@ def face_files(name: str) -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def trad_faces() -> list[str]:
-    """The development faces that draw at least TRAD_FACE_SHARE of zh_gb2312_trad's traditional forms (probed glyphs,
-    crnn.data.fonts.glyph_coverage); FileNotFoundError when none does."""
+    """The development faces that draw at least TRAD_FACE_SHARE of zh_gb2312_trad's OpenCC forms and of its Taiwan and
+    Hong Kong forms, each (probed glyphs, crnn.data.fonts.glyph_coverage); FileNotFoundError when none does."""
     from crnn.data.fonts import glyph_coverage
 
-    forms = traditional()[1]
+    groups = trad_form_groups()
+    probe = "".join(sorted("".join(groups)))
     able = [p for p in face_files("dev_print")
-            if len(forms & glyph_coverage(p, "".join(sorted(forms)))) >= TRAD_FACE_SHARE * len(forms)]
+            if all(len(set(g) & glyph_coverage(p, probe)) >= TRAD_FACE_SHARE * len(g) for g in groups)]
     if not able:
-        raise FileNotFoundError(f"no development face draws {TRAD_FACE_SHARE:.0%} of the {len(forms)} traditional "
-                                "forms of zh_gb2312_trad (crnn/data/cjk_faces.tsv, role dev)")
+        raise FileNotFoundError(f"no development face draws {TRAD_FACE_SHARE:.0%} of the {len(groups[0])} OpenCC "
+                                f"forms and of the {len(groups[1])} Taiwan and Hong Kong forms of zh_gb2312_trad "
+                                "(crnn/data/cjk_faces.tsv, role dev)")
     return able
 
 
@@ -329,9 +346,10 @@ def sample(name: str, index: int, fonts: tuple[str, ...]) -> tuple[bytes, str, s
     from crnn.data.words import text_label
 
     rng = sample_rng(SEEDS[name], index)
+    standard = rng.choice(TRAD_STANDARDS) if name == "trad_print" else None  # OpenCC's, Taiwan's or Hong Kong's forms
     for _ in range(20):
         n = rng.randint(*LONG_LEN) if name == "long" else line_len(rng)
-        convert, forms = traditional() if name == "trad_print" else (None, None)
+        convert, forms = traditional(standard) if standard else (None, None)
         label = text_label(bench_text(rng, n, convert), set_charset(name))
         if not label or len(label) < MIN_LEN or (forms and forms.isdisjoint(label)):
             continue
@@ -361,6 +379,8 @@ def build_set(name: str, work: Path, num: int) -> Path:
     """``work/name/`` with ``num`` images and ``gt.txt``; reused when it was built the same way with >= num lines."""
     folder = work / name
     manifest = {"set": name, "num": num, "seed": SEEDS[name], "version": VERSION, "charset": set_charset(name)}
+    if name == "trad_print":
+        manifest["standards"] = list(TRAD_STANDARDS)  # a set cached before the three standards is rebuilt
     done = folder / "manifest.json"
     if done.is_file():
         cached = json.loads(done.read_text(encoding="utf-8"))

@@ -1,4 +1,5 @@
-"""zh_gb2312_trad: zh_gb2312 with the traditional forms of its level-1 Hanzi after it (issue 43, signs)."""
+"""zh_gb2312_trad: zh_gb2312 with the traditional forms of its level-1 Hanzi after it - OpenCC's, then Taiwan's and
+Hong Kong's (issue 43, signs)."""
 import importlib.util
 import json
 import random
@@ -10,7 +11,7 @@ import torch
 
 import crnn
 
-from crnn.charset import BUILTIN_CHARSETS, Charset, gb2312_hanzi, zh_traditional_forms
+from crnn.charset import BUILTIN_CHARSETS, Charset, gb2312_hanzi, zh_traditional_forms, zh_traditional_rows
 from crnn.engine.alphabet_change import adapt_head, output_layer_keys
 from crnn.model import build_model
 from tests.conftest import REPO
@@ -18,28 +19,53 @@ from tests.conftest import REPO
 
 def test_size_and_prefix():
     gb, trad = BUILTIN_CHARSETS["zh_gb2312"], BUILTIN_CHARSETS["zh_gb2312_trad"]
-    assert len(zh_traditional_forms()) == 1458
-    assert Charset.from_spec("zh_gb2312_trad").num_classes == 8353  # 6,895 + 1,458
-    assert trad.startswith(gb) and trad[len(gb):] == zh_traditional_forms()  # zh_gb2312's rows keep their meaning
-    assert not set(zh_traditional_forms()) & set(gb)
+    forms = zh_traditional_forms()
+    assert len(forms) == 1481 and len(set(forms)) == 1481  # OpenCC's 1,458, then 23 Taiwan / Hong Kong forms
+    assert Charset.from_spec("zh_gb2312_trad").num_classes == 8376  # 6,895 + 1,458 + 23
+    assert trad.startswith(gb) and trad[len(gb):] == forms  # zh_gb2312's rows keep their meaning
+    assert not set(forms) & set(gb)
+    rows = zh_traditional_rows()
+    assert [std for _, _, std in rows[:1458]] == [""] * 1458  # OpenCC's forms keep their places (appended only)
+    assert all(std in ("tw", "hk", "tw hk") for _, _, std in rows[1458:])
 
 
 def test_forms_are_of_level1_hanzi():
     level1 = set(gb2312_hanzi()[:3755])
     tsv = Path(crnn.__file__).parent / "data" / "zh_trad.tsv"
-    rows = [line.split("\t") for line in open(tsv, encoding="utf-8") if not line.startswith("#")]
-    assert [t for t, _ in rows] == list(zh_traditional_forms())
-    assert all(s.strip() in level1 for _, s in rows)
-    assert ("鴨", "鸭\n") in map(tuple, rows) and ("說", "说\n") in map(tuple, rows)
+    rows = [tuple(line.rstrip("\n").split("\t")) for line in open(tsv, encoding="utf-8") if not line.startswith("#")]
+    assert [r[0] for r in rows] == list(zh_traditional_forms())
+    assert all(r[1] in level1 for r in rows)
+    assert ("鴨", "鸭") in rows and ("說", "说") in rows and ("爲", "为") in rows
+    assert ("為", "为", "tw hk") in rows and ("裡", "里", "tw") in rows and ("啟", "启", "tw") in rows
+    assert ("説", "说", "hk") in rows and ("衞", "卫", "hk") in rows
+
+
+def test_variants_are_opencc_tw_and_hk_tables_over_the_alphabet():
+    from crnn.data.traditional import STANDARDS, variant_tables
+
+    tables = variant_tables()
+    assert STANDARDS == ("s2t", "s2tw", "s2hk") and tables["s2t"] == {}
+    assert (tables["s2tw"]["爲"], tables["s2tw"]["裏"], tables["s2tw"]["啓"], tables["s2tw"]["着"]) == ("為", "裡", "啟", "著")
+    assert (tables["s2hk"]["爲"], tables["s2hk"]["裏"], tables["s2hk"]["啓"], tables["s2hk"]["說"]) == ("為", "裏", "啓", "説")
+    alphabet, forms = TRAD, set(zh_traditional_forms())
+    added = {f for f, _, std in zh_traditional_rows() if std}
+    for standard, tag in (("s2tw", "tw"), ("s2hk", "hk")):
+        # every variant of a form the generator writes is in the alphabet, or left out with its form (the level-2
+        # Hanzi's: 嫺 -> 嫻; of 檐, itself level 2: 簷)
+        reached = {v for k, v in tables[standard].items() if k in forms or k in set(gb2312_hanzi()[:3755])}
+        assert reached <= alphabet
+        assert {f for f, _, std in zh_traditional_rows() if tag in std.split()} <= set(tables[standard].values())
+    assert "嫻" not in alphabet and "簷" not in alphabet and len(added) == 23
 
 
 def test_sign_characters_encode_and_decode():
     cs = Charset.from_spec("zh_gb2312_trad")
     gb = Charset.from_spec("zh_gb2312")
-    ids, lengths = cs.encode(["燒鴨飯", "蝦餃", "鸭虾"])
-    assert lengths.tolist() == [3, 2, 2]
-    assert cs.decode(ids.tolist()) == "燒鴨飯蝦餃鸭虾"
+    ids, lengths = cs.encode(["燒鴨飯", "蝦餃", "鸭虾", "為民服務", "裡面", "啟德", "爲裏啓"])
+    assert lengths.tolist() == [3, 2, 2, 4, 2, 2, 3]
+    assert cs.decode(ids.tolist()) == "燒鴨飯蝦餃鸭虾為民服務裡面啟德爲裏啓"
     assert cs.index["鴨"] > len(gb) and cs.index["鸭"] == gb.index["鸭"]
+    assert min(cs.index[c] for c in "為裡啟眾説") > cs.index["爲"] > len(gb)  # the variants come last
     assert gb.normalize("燒鴨飯") is None  # what zh_gb2312 cannot write
 
 
@@ -48,7 +74,7 @@ def test_alphabet_change_keeps_every_zh_gb2312_row():
     torch.manual_seed(0)
     old_model, new_model = build_model("vgg_small", 1, old.num_classes), build_model("vgg_small", 1, new.num_classes)
     state, change = adapt_head(old_model.state_dict(), old, new, new_model)
-    assert (len(change.kept), len(change.new), change.dropped, change.reordered) == (6894, 1458, [], False)
+    assert (len(change.kept), len(change.new), change.dropped, change.reordered) == (6894, 1481, [], False)
     w, b = output_layer_keys(new_model)
     assert torch.equal(state[w][:old.num_classes], old_model.state_dict()[w])
     assert torch.equal(state[b][:old.num_classes], old_model.state_dict()[b])
@@ -75,6 +101,22 @@ def test_words_convert_whole_by_phrase_else_by_character():
     assert set(chars) <= set(gb2312_hanzi()) and (chars["发"], chars["干"], chars["里"]) == ("發", "幹", "裏")
     level1 = gb2312_hanzi()[:3755]
     assert all(chars[s] in TRAD for s in level1 if s in chars)  # the level-1 forms are all in the alphabet
+
+
+def test_the_three_standards():
+    from crnn.data.traditional import to_traditional
+
+    def three(word):
+        return [to_traditional(word, TRAD, standard) for standard in ("s2t", "s2tw", "s2hk")]
+
+    assert three("为了") == ["爲了", "為了", "為了"] and three("里面") == ["裏面", "裡面", "裏面"]
+    assert three("启动") == ["啓動", "啟動", "啓動"] and three("说话") == ["說話", "說話", "説話"]
+    assert three("着急") == ["着急", "著急", "着急"]  # the variants change what s2t leaves alone too
+    assert three("面条") == ["麪條", "麵條", "麪條"]  # after the phrase row
+    assert three("屋檐") == ["屋檐"] * 3  # Taiwan's 簷 is not in the alphabet: the form stays
+    assert to_traditional("为了", TRAD) == "爲了"  # OpenCC's forms by default
+    gb = frozenset(BUILTIN_CHARSETS["zh_gb2312"])
+    assert to_traditional("为了", gb, "s2tw") == "为了"
 
 
 def test_a_line_of_traditional_words_keeps_the_draws_and_the_alphabet():
@@ -112,6 +154,28 @@ def test_the_share_of_traditional_lines_is_seeded_and_off_draws_nothing():
     with_forms = sum(not forms.isdisjoint(t) for t in lines) / len(lines)
     plain = sum(not forms.isdisjoint(sample_line(random.Random(i), old)) for i in range(400)) / 400
     assert with_forms > plain + 0.2  # (uniform draws alone put a form into a few lines)
+
+
+def test_each_traditional_line_is_in_one_standard_a_third_each(tmp_path):
+    from collections import Counter
+
+    from crnn.data.lines import sample_line
+    from crnn.data.synth import SynthOptions
+
+    words = tmp_path / "words.txt"  # one word whose three standards differ: 爲/為, 裏/裡, 說/説
+    words.write_text("里面说为 1\n", encoding="utf-8")
+    spelled = {"simplified": "里面说为", "s2t": "裏面說爲", "s2tw": "裡面說為", "s2hk": "裏面説為"}
+    half = SynthOptions(charset="zh_gb2312_trad", text="lines", max_len=12, words=str(words), traditional=0.5)
+    lines = [sample_line(random.Random(i), half) for i in range(900)]
+    assert lines == [sample_line(random.Random(i), half) for i in range(900)]  # every rank and resume alike
+    kinds = [{k for k, w in spelled.items() if w in line} for line in lines]
+    assert all(len(k) <= 1 for k in kinds)  # a line is written in one standard
+    count = Counter(k.pop() for k in kinds if k)
+    seen = sum(count.values())
+    assert seen > 500 and 0.42 < count["simplified"] / seen < 0.58  # half the lines traditional
+    assert all(0.12 < count[std] / seen < 0.22 for std in ("s2t", "s2tw", "s2hk"))  # a third of those each
+    off = SynthOptions(charset="zh_gb2312_trad", text="lines", max_len=12, words=str(words), traditional=0.0)
+    assert not any(w in sample_line(random.Random(i), off) for i in range(200) for w in list(spelled.values())[1:])
 
 
 def test_traditional_lines_need_an_alphabet_with_the_forms(tmp_path, capsys):
@@ -168,3 +232,27 @@ def test_trad_print_is_held_out_words_in_traditional_forms_in_development_faces(
     assert len(labels) == 3 and all(4 <= len(t) <= 12 and set(t) <= TRAD and forms & set(t) for t in labels)
     assert json.loads((folder / "manifest.json").read_text())["charset"] == "zh_gb2312_trad"
     assert bench.sample("trad_print", 0, tuple(faces))[2] == labels[0]  # the same in every run
+    assert json.loads((folder / "manifest.json").read_text())["standards"] == ["s2t", "s2tw", "s2hk"]
+
+
+def test_trad_print_mixes_the_three_standards_in_faces_that_draw_them(bench):
+    from collections import Counter
+
+    from crnn.data.fonts import glyph_coverage
+    from crnn.data.synth import sample_rng
+    from crnn.data.traditional import STANDARDS
+
+    assert bench.TRAD_STANDARDS == STANDARDS
+    opencc, variants = bench.trad_form_groups()
+    assert (len(opencc), len(variants)) == (1458, 23) and "為" in variants and "爲" in opencc
+    # each line's standard is the first draw of its own seeded generator: a third each, the same in every run
+    drawn = Counter(sample_rng(bench.SEEDS["trad_print"], i).choice(STANDARDS) for i in range(600))
+    assert all(160 < drawn[std] < 240 for std in STANDARDS)
+    assert bench.traditional("s2tw")[0]("为了里面") == "為了裡面" and bench.traditional("s2hk")[0]("说明") == "説明"
+    try:
+        faces = bench.trad_faces()
+    except FileNotFoundError as e:
+        pytest.skip(f"needs the development faces ({e})")
+    for face in faces:  # the faces draw the Taiwan and Hong Kong forms the lines use, not OpenCC's alone
+        drawn_forms = glyph_coverage(face, "".join(sorted(opencc + variants)))
+        assert set("為裡眾啟説衞") <= drawn_forms and len(set(variants) & drawn_forms) >= 0.9 * len(variants)

@@ -65,7 +65,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="words, --style default: share of images in the street style (default 0: none)")
     p.add_argument("--traditional", type=float, default=0.0, metavar="SHARE",
                    help="text lines: share of lines whose corpus words are written in traditional forms (发展 -> 發展, "
-                        "头发 -> 頭髮); needs --charset zh_gb2312_trad (default 0: none)")
+                        "头发 -> 頭髮), each in OpenCC's, Taiwan's or Hong Kong's forms (爲 / 為); needs --charset "
+                        "zh_gb2312_trad (default 0: none)")
     p.add_argument("--max-len", type=int, default=20, help="longest text (default 20)")
     p.add_argument("--words", metavar="FILE",
                    help="word list, one per line, most frequent first (default: built-in English list; "

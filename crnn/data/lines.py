@@ -9,7 +9,8 @@ or when text lines are asked for. The text source per script:
   ``word count [tag]`` lines, which are drawn by count);
 * always: a share of characters drawn uniformly from the alphabet, so that rare characters appear;
 * ``traditional``: a share of lines whose corpus words (and number units) are written in traditional forms
-  (:mod:`crnn.data.traditional`: 发展 -> 發展, 头发 -> 頭髮), for alphabets that have them (``zh_gb2312_trad``).
+  (:mod:`crnn.data.traditional`: 发展 -> 發展, 头发 -> 頭髮), each line in OpenCC's, Taiwan's or Hong Kong's forms
+  (为 -> 爲, 為, 為; 里面 -> 裏面, 裡面, 裏面), for alphabets that have them (``zh_gb2312_trad``).
 
 Every character of a line is in the alphabet (letters are case-folded where the alphabet is).
 """
@@ -27,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from crnn.data import words as W
-from crnn.data.traditional import to_traditional
+from crnn.data.traditional import STANDARDS, to_traditional
 
 # Full-width punctuation after words, weighted roughly as in Chinese running text; pairs wrap a word.
 CJK_PUNCT_WEIGHTS = {"，": 30, "。": 14, "、": 8, "：": 5, "；": 3, "？": 3, "！": 3, "…": 1, "—": 1, "·": 1}
@@ -256,13 +257,15 @@ def compose_line(rng: random.Random, charset: str, n: int, corpus: Corpus | None
 
 def sample_line(rng: random.Random, opts: W.TextOptions) -> str:
     """A text line for ``opts.charset``: ``opts.line_len`` characters, or 1..``opts.max_len``; a share
-    ``opts.traditional`` of lines in traditional forms (no draw when it is 0: the old lines of a seed)."""
+    ``opts.traditional`` of lines in traditional forms, each in one of the three standards with equal odds (no draw
+    when it is 0: the old lines of a seed)."""
     # every held-out face split draws the held-out words too
     corpus = load_corpus(opts.charset, opts.words, "heldout" if opts.split in ("dev", "final") else opts.split)
     share = getattr(opts, "traditional", 0.0)
     convert = None
     if share and rng.random() < share:
-        convert = functools.partial(to_traditional, alphabet=W.label_rules(opts.charset)[0])
+        convert = functools.partial(to_traditional, alphabet=W.label_rules(opts.charset)[0],
+                                    standard=rng.choice(STANDARDS))
     for _ in range(100):
         text = compose_line(rng, opts.charset, line_length(rng, opts.max_len, opts.line_len), corpus,
                             getattr(opts, "uniform_share", UNIFORM_SHARE), convert)

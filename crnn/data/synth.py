@@ -82,8 +82,9 @@ class SynthOptions:
     signs: float = 0.0  # words: texts as signs, labels and codes write them (phrases, iPhone, SKU-4471b)
     elastic: float = 0.0  # samples whose strokes are bent by a smooth random field (brush and hand drawn shapes)
     street: float = 0.0  # style default: this share of samples in the street style (geometry, camera, photos)
-    # lines: share of lines whose corpus words are written in traditional forms (发展 -> 發展, 头发 -> 頭髮;
-    # crnn.data.traditional); only for an alphabet that has them (zh_gb2312_trad), else a one-line error
+    # lines: share of lines whose corpus words are written in traditional forms (发展 -> 發展, 头发 -> 頭髮; OpenCC's,
+    # Taiwan's or Hong Kong's, crnn.data.traditional); only for an alphabet that has them (zh_gb2312_trad), else a
+    # one-line error
     traditional: float = 0.0
 
     def __post_init__(self) -> None:

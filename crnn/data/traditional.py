@@ -9,10 +9,16 @@ its STCharacters and STPhrases tables, Apache-2.0), written by ``scripts/traditi
 * a row per word of jieba's list (the generator's Chinese text) whose conversion by OpenCC's phrases differs from
   that character by character: 头发 -> 頭髮, 干净 -> 乾淨, 公里 -> 公里, 皇后 -> 皇后, 一只 -> 一隻, 联系 -> 聯繫.
 
-A word is converted whole - its row, else character by character - and a character whose traditional form is not in
-the alphabet stays as it was (the level-2 Hanzi's forms are not in ``zh_gb2312_trad``), so a line keeps only
-characters of the alphabet. The forms are OpenCC's standard ones, those ``zh_gb2312_trad`` was built from (爲, 裏, 衆,
-啓; Taiwan's and Hong Kong's 為, 裡, 眾, 啟 are not in it).
+A line is written in one of three **standards** (:data:`STANDARDS`, OpenCC's conversion names): ``s2t``, OpenCC's
+standard forms (爲 裏 衆 啓 說); ``s2tw``, Taiwan's, and ``s2hk``, Hong Kong's - ``s2t``, then each character through
+OpenCC's TWVariants or HKVariants table (``crnn/data/zh_variants.tsv``, first candidates, character by character as
+OpenCC's ``s2tw`` / ``s2hk`` do): 為 裡 眾 啟 說 in Taiwan, 為 裏 眾 啓 説 in Hong Kong. The variants apply to characters
+``s2t`` leaves alone too (着 -> 著 in Taiwan's forms, 污 -> 汙).
+
+A word is converted whole - its row, else character by character - and a character whose form is not in the
+alphabet stays as it was: a variant outside it keeps OpenCC's form (檐 stays 檐 in Taiwan's, not 簷), a form outside
+it the simplified character (the level-2 Hanzi's forms are not in ``zh_gb2312_trad``), so a line keeps only
+characters of the alphabet.
 """
 from __future__ import annotations
 
@@ -23,6 +29,9 @@ from crnn.charset import zh_traditional_forms
 from crnn.data.words import label_rules
 
 S2T_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zh_s2t.tsv")
+VARIANTS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zh_variants.tsv")
+# OpenCC's standard forms, Taiwan's, Hong Kong's: a traditional line is written in one, drawn with equal odds
+STANDARDS = ("s2t", "s2tw", "s2hk")
 
 
 class NoTraditionalFormsError(ValueError):
@@ -43,12 +52,31 @@ def s2t_table() -> tuple[dict[str, str], dict[str, str]]:
     return chars, words
 
 
-def to_traditional(word: str, alphabet: frozenset[str]) -> str:
-    """``word`` in traditional forms (its phrase row, else character by character); a character whose form is not in
-    ``alphabet`` stays as it was."""
+@functools.lru_cache(maxsize=1)
+def variant_tables() -> dict[str, dict[str, str]]:
+    """Standard -> (OpenCC's form -> that standard's form), from ``zh_variants.tsv`` (``s2t``: empty)."""
+    tables: dict[str, dict[str, str]] = {standard: {} for standard in STANDARDS}
+    with open(VARIANTS_PATH, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            form, tw, hk = line.rstrip("\n").split("\t")
+            tables["s2tw"][form], tables["s2hk"][form] = tw, hk
+    return tables
+
+
+def to_traditional(word: str, alphabet: frozenset[str], standard: str = "s2t") -> str:
+    """``word`` in the traditional forms of ``standard`` (see :data:`STANDARDS`; its phrase row, else character by
+    character, then the standard's variants); a form not in ``alphabet`` falls back to OpenCC's, then to the
+    character as it was."""
     chars, words = s2t_table()
+    variants = variant_tables()[standard]
     trad = words.get(word) or "".join(chars.get(c, c) for c in word)
-    return "".join(t if t in alphabet else s for t, s in zip(trad, word))
+    out = []
+    for t, s in zip(trad, word):
+        v = variants.get(t, t)
+        out.append(v if v in alphabet else t if t in alphabet else s)
+    return "".join(out)
 
 
 @functools.lru_cache(maxsize=8)
