@@ -121,3 +121,19 @@ def words_lmdb(tmp_path_factory) -> Path:
 def val_lmdb(tmp_path_factory) -> Path:
     """16 rendered random words for validation."""
     return make_lmdb(tmp_path_factory.mktemp("val") / "val.lmdb", random_words(16, seed=1))
+
+
+@pytest.fixture(scope="module")
+def zh_bench():
+    """scripts/zh_benchmark.py imported as a module (it is a script, not part of the package)."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "zh_benchmark.py"
+    spec = importlib.util.spec_from_file_location("zh_benchmark", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["zh_benchmark"] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    yield mod
+    sys.modules.pop("zh_benchmark", None)
+

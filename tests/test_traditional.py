@@ -1,9 +1,7 @@
 """zh_gb2312_trad: zh_gb2312 with the traditional forms of its level-1 Hanzi after it - OpenCC's, then Taiwan's and
 Hong Kong's (issue 43, signs)."""
-import importlib.util
 import json
 import random
-import sys
 from pathlib import Path
 
 import pytest
@@ -207,13 +205,8 @@ def test_traditional_lines_need_an_alphabet_with_the_forms(tmp_path, capsys):
 
 # ------------------------------------------------------------------------- the traditional yardstick
 @pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("zh_benchmark", REPO / "scripts" / "zh_benchmark.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["zh_benchmark"] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.modules.pop("zh_benchmark", None)
+def bench(zh_bench):
+    return zh_bench
 
 
 def test_trad_print_is_held_out_words_in_traditional_forms_in_development_faces(bench, tmp_path):
