@@ -61,6 +61,10 @@ DEBIAN_TRAIN = {
     "fonts-aoyagi-soseki": ("handwriting (Japanese)", "Aoyagi (after Natsume Soseki's hand)", "Soseki"),
     "fonts-seto": ("handwriting (Japanese)", "setoguchi (Seto font)", "Seto font"),
     "fonts-konatu": ("Gothic (Japanese)", "Konatu font (NONAKA Masaki)", "Konatu"),
+    # pen handwriting for the Hanzi Japanese shares (64 and 69 % of GB 2312 level 1): kiloji (BSD-3-Clause) and
+    # Y.OzFont (SIL OFL 1.1; its other kana packages draw the same Kanji)
+    "fonts-kiloji": ("handwriting (Japanese)", "kilo (Kironono)", "kiloji"),
+    "fonts-yozvox-yozfont-standard-kana": ("handwriting (Japanese)", "Y.Oz (Y.OzVox)", "Y.OzFont"),
 }
 # Debian packages of the first yardstick's held-out faces (issue 31): kept out of training, not held out by design
 # (AR PL SungtiL / KaitiM share their foundry with AR PL UMing / UKai, Droid Sans Fallback is WenQuanYi Micro Hei's
@@ -197,6 +201,20 @@ NPM = [
      "files/cactus-classical-serif-*-400-normal.woff2", "CactusClassicalSerif-merged.ttf",
      "Tian Haidong, Henry Chan, Moonlit Owen", "Hong Kong Character Set glyphs (Henry Chan, GlyphWiki); Latin GenYoMin "
      "(But Ko)"),  # SIL OFL 1.1
+    # training faces from the cn-fontsource npm packages (wc-ex/cn-fontsource: Chinese faces cut into woff2 slices by
+    # Unicode range), each drawing all 3,755 level-1 Hanzi; licence after each row (the package README says "not open
+    # source, free for commercial use", as for the @chinese-fonts display faces above). Left out: the Honglei faces
+    # (hongleixingshu, honglei-sim, hong-lei-zhuo-shu: Honglei drew the development face Honglei Xingshu), the Yozai
+    # and LXGW WenKai packages (LXGW), 975 Maru (from Source Han Sans and Swei Gothic), Source Han Serif, Founder's
+    # FZ Kai / Hei / ShuSong / FangSong (Founder licenses commercial use per user, on request) and FZ JiaGuWen (1,432
+    # oracle-bone forms). Not on the registry (asked by name): Slide Qiuhong / Youran / Fu, DingTalk JinBuTi, Long
+    # Zhu Ti, Xiaolai Mono, Maoken ZhuYuan (built on Fontworks' RocknRoll One in any case).
+    ("train", "heavy brush Kai", "cn-fontsource-alimama-dong-fang-da-kai-regular", "1.0.3", "*.woff2",
+     "AlimamaDongFangDaKai-merged.ttf", "Alimama (Alibaba)",
+     "Alimama DongFangDaKai (generated from Yan Zhenqing's Duobao Pagoda stele)"),  # free commercial use (Alimama)
+    ("train", "title Song", "cn-fontsource-fontquan-xin-yi-ji-xiang-song-regular", "1.0.7", "*.woff2",
+     "FontquanXinYiJiXiangSong-merged.ttf", "Zoulewei (Fontquan XinYi)",
+     "Fontquan XinYi JiXiangSong"),  # free for commercial use (Fontquan)
 ]
 
 
@@ -206,6 +224,8 @@ def npm_distributor(pkg: str) -> str:
         return "npm: Fontsource (Google Fonts files)"
     if pkg.startswith("@chinese-fonts/"):
         return "npm: chinese-fonts (KonghaYao)"
+    if pkg.startswith("cn-fontsource-"):
+        return "npm: cn-fontsource (wc-ex)"
     return f"npm: {pkg}"
 
 

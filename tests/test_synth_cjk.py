@@ -214,6 +214,16 @@ def test_font_package_sections_survive_their_own_comments() -> None:
                                                                        "photos"))
 
 
+def test_only_four_files_of_y_oz_font_join_the_pools() -> None:
+    """fonts-yozvox-yozfont-standard-kana holds 26 variants of one hand: regular and bold, upright and italic, draw."""
+    from crnn.data.fonts import _excluded
+
+    for name in ("YOzRS_.ttf", "YOzBS_.ttf", "YOzRS_i.ttf", "YOzBS_i.ttf"):
+        assert not _excluded(f"/f/{name}", "YOzS", "Regular"), name
+    for name in ("YOzRSF.ttf", "YOzRS_90.ttf", "YOzBSP90.ttf", "YOzRSXM90.ttf", "YOzRS_90i.ttf"):
+        assert _excluded(f"/f/{name}", "YOzS", "Regular"), name
+
+
 def test_rare_han_supplement_files_join_no_font_pool(tmp_path) -> None:
     """TW-Kai's Ext-B / Plus files draw ASCII but no common Hanzi: they must not become Latin faces."""
     from crnn.data.fonts import NoFontsError

@@ -44,7 +44,11 @@ EXCLUDE_RE = re.compile(
     r"|biolinum_k|ocrb[efx]\b|flatline|winks|f500|ferrite"
     # the rare-Han supplements of TW-Kai/TW-Sung (CNS 11643 Ext-B and private-use planes): no common Hanzi, and a
     # copy of the main face's ASCII that would join the Latin faces
-    r"|^tw-(kai|sung)-(ext-b|plus)",
+    r"|^tw-(kai|sung)-(ext-b|plus)"
+    # Y.OzFont's fixed-pitch, proportional-kana, other-Latin (X) and JIS90 variants of one hand (26 files in
+    # fonts-yozvox-yozfont-standard-kana, the same Kanji): regular and bold, upright and italic, are the design, and
+    # the CJK draws weigh a package by sqrt(its files)
+    r"|^yoz[rb][a-z](?!_i?\.ttf$)",
     re.I,
 )
 # Handwriting, script and fancy display faces are rare on real signs: their folders weigh less.
