@@ -74,7 +74,10 @@ class DataConfig:
     rehearsal_ratio: float = 0.5  # share of each training batch drawn from data.rehearsal
     rehearsal_num: int = 0  # >0: generate this many synthetic base-style words at data.rehearsal when missing
     rehearsal_seed: int = 7  # its seed (the base-style held-out set train.base_val_num uses another)
-    rehearsal_style: str = "default"  # the generated rehearsal words: default | street (crnn-synth --style street)
+    # the generated rehearsal words: default | street (crnn-synth --style street) | base: as train.init_weights was
+    # trained, from the data.synth_* keys stored in it (a start trained on rendered data: synth_online or synth_num);
+    # train.base_val_num's held-out words then follow that style too
+    rehearsal_style: str = "default"
     synth_line_len: int = 0  # text lines: every generated line has this many characters (crnn-synth --line-len); 0 = 1..max_label_length
     synth_uniform_share: float = 0.10  # text lines: share of line pieces drawn uniformly from the alphabet (rare chars)
     # text lines: share of lines in a CJK face whose ASCII runs (numbers, Latin words) are set in a Western face, as
@@ -202,7 +205,7 @@ CHOICES = {
     "data.interpolation": ("bilinear", "bicubic"),
     "data.pad": ("batch", "edge", "easyocr"),
     "data.synth_style": ("default", "street"),
-    "data.rehearsal_style": ("default", "street"),
+    "data.rehearsal_style": ("default", "street", "base"),
     "train.parallel": ("auto", "none", "dp"),
     "train.backend": ("auto", "nccl", "gloo"),
     "train.amp": ("auto", "off", "fp16", "bf16"),

@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# The fine-tune recipe measured for forgetting in docs/finetune-measured.md: configs/finetune.yaml run with two seeds side by side,
-# their average (a uniform model soup), and that average interpolated with the starting model - the CNN nearer the
-# start than the rest (docs/finetune.md):
-#   bash scripts/finetune_soup.sh OUT [crnn-train overrides ...]
-#   bash scripts/finetune_soup.sh runs/codes model.charset=ALPHABET data.train=crops/ data.val=val/ \
-#       train.init_weights=weights/crnn_vgg_small.pt
+# A fine-tune recipe run with two seeds side by side, their average (a uniform model soup), and that average
+# interpolated with the starting model - the CNN nearer the start than the rest (docs/finetune.md):
+#   bash scripts/finetune_soup.sh OUT [crnn-train overrides ...]     # configs/finetune.yaml: from crnn_en
+#   bash scripts/finetune_soup.sh runs/codes model.charset=ALPHABET data.train=crops/ data.val=val/
+#   CONFIG=configs/finetune_alnum36.yaml bash scripts/finetune_soup.sh runs/codes model.charset=ALPHABET \
+#       data.train=crops/ data.val=val/ train.init_weights=weights/crnn_vgg_small.pt   # as measured for forgetting
 # OUT/seed0/, OUT/seed1/: the two runs (logs OUT/seed0.log, ...); OUT/soup.pt: the model to read. Each run uses one
 # thread (the recipe's train.threads): a 2-core machine runs the pair side by side. Environment:
-# SEEDS (default "0 1"), CNN_ALPHA (the CNN's share of the fine-tuned weights, default 0.65; the rest takes the
-# recipe's train.interpolate_base, 0.8), CONFIG (default configs/finetune.yaml), CRNN_BIN (folder of the crnn-*
-# commands, default: .venv/bin when present). Run the same command again after a stop: every run resumes its last.pt.
+# SEEDS (default "0 1"), CNN_ALPHA (the CNN's share of the fine-tuned weights, default 0.65, chosen from the alnum36
+# start; the rest takes the recipe's train.interpolate_base, 0.8), CONFIG (the recipe, default configs/finetune.yaml;
+# the soups of docs/finetune-measured.md: configs/finetune_alnum36.yaml), CRNN_BIN (folder of the crnn-* commands,
+# default: .venv/bin when present). Run the same command again after a stop: every run resumes its last.pt.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-usage() { sed -n 2,12p "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n 2,13p "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 1 ] && [ "${1#-}" = "$1" ] || usage
 OUT=$1; shift
 SEEDS=${SEEDS:-0 1}

@@ -19,7 +19,7 @@ from crnn.engine.checkpoint import (Checkpoint, CheckpointError, load_checkpoint
                                     save_checkpoint)
 from crnn.engine.finetune import forgetting_report, training_sources
 from crnn.model import build_model
-from tests.conftest import make_lmdb, random_words
+from tests.conftest import REPO, make_lmdb, random_words
 from tests.peers import ClovaModel, MeijieruCRNN
 
 OLD = Charset("abc123")
@@ -180,7 +180,7 @@ def test_train_from_another_alphabet_with_rehearsal_reports_before_and_after(tmp
     codes_val = make_lmdb(tmp_path / "codes_val.lmdb", [w.upper() + "-7" for w in random_words(8, seed=6)])
     base_val = make_lmdb(tmp_path / "base_val.lmdb", random_words(8, seed=7))
     charset = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-"
-    run = crnn.train("configs/finetune.yaml", [
+    run = crnn.train("configs/finetune_alnum36.yaml", [
             f"model.charset={charset}", f"data.train={codes}", f"data.val={codes_val}", f"train.init_weights={init}",
         "model.hidden=16", f"data.rehearsal={words_lmdb}", "data.rehearsal_num=0", "data.rehearsal_ratio=0.5",
         f"train.base_val={base_val}", "train.base_val_num=0", "data.batch_size=8", "data.num_workers=0",
@@ -189,6 +189,8 @@ def test_train_from_another_alphabet_with_rehearsal_reports_before_and_after(tmp
     text = capsys.readouterr().err
     assert "alphabet change: 36 kept, 26 upper-case letters start from their lower-case rows" in text
     assert "1 new ('-'), 0 dropped" in text
+    assert (f"train.init_weights {init} was trained reading crops otherwise than this run reads them: "
+            "data.keep_ratio false -> true, data.min_width 8 -> 100, data.max_width 400 -> 320") in text  # its 32x100
     assert "train data: 88 samples from 2 source(s)" in text  # the user's crops and the rehearsal set
     assert f"base {base_val} @ 0:" in text and f"base {base_val} @ 2:" in text
     after = "before -> after (interpolated.pt)"  # the recipe's train.interpolate_base: the model to read is scored
@@ -290,7 +292,7 @@ def test_base_pull_keeps_a_fine_tune_closer_to_its_start_and_needs_init_weights(
               "train.freeze_cnn_steps=0", "train.lr=3e-3"]
 
     def distance(pull: float) -> float:
-        run = crnn.train("configs/finetune.yaml", [*common, f"train.base_pull={pull}",
+        run = crnn.train("configs/finetune_alnum36.yaml", [*common, f"train.base_pull={pull}",
                                                    f"train.output_dir={tmp_path / f'run{pull}'}"])
         end = torch.load(run.last, weights_only=True)["model"]
         keys = [k for k in start if "head" not in k and start[k].is_floating_point() and "running" not in k]
@@ -364,10 +366,125 @@ def test_freeze_bn_normalises_with_the_starting_statistics_in_training_too():
 def test_rehearsal_words_in_the_street_style():
     from crnn.engine.finetune import base_style_options, synth_jobs
 
-    cfg = load_config("configs/finetune.yaml", ["data.rehearsal=/nonexistent/r.lmdb", "data.rehearsal_style=street",
-                                                "train.base_val=[/nonexistent/v.lmdb]"])
+    cfg = load_config("configs/finetune_alnum36.yaml", ["data.rehearsal=/nonexistent/r.lmdb",
+                                                        "data.rehearsal_style=street",
+                                                        "train.base_val=[/nonexistent/v.lmdb]"])
     jobs = synth_jobs(cfg)
     assert [(p, s) for p, _, _, s in jobs] == [("/nonexistent/r.lmdb", "street"), ("/nonexistent/v.lmdb", "default")]
     assert base_style_options(cfg, "street").style == "street" and base_style_options(cfg).style == "default"
-    with pytest.raises(ValueError, match="data.rehearsal_style: 'photo' is not one of default, street"):
+    with pytest.raises(ValueError, match="data.rehearsal_style: 'photo' is not one of default, street, base"):
         load_config(None, ["data.rehearsal_style=photo"])
+
+
+def _tools(name: str):
+    """Import tools/<name>.py as a module (tools/ is not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_default_recipe_starts_from_crnn_en_and_reads_as_it_was_trained():
+    """configs/finetune.yaml starts from the default `en` with crnn_en's own reading geometry (its recipe, and the
+    shipped file's stored config where the checkout has it); the alnum36 recipe, as measured, still loads."""
+    from crnn.config import config_to_dict
+    from crnn.engine.finetune import reading_changes
+    from crnn.infer import WEIGHTS_BY_NAME
+
+    cfg = load_config(REPO / "configs" / "finetune.yaml")
+    assert cfg.train.init_weights == f"weights/{WEIGHTS_BY_NAME['en']}" == "weights/crnn_en.pt"
+    assert (cfg.model.variant, cfg.model.charset, cfg.data.rehearsal_style) == ("vgg_small", "printable95", "base")
+    assert (cfg.train.distill_base, cfg.train.interpolate_base, cfg.train.freeze_cnn_steps) == (1.0, 0.8, 1200)
+    en = config_to_dict(load_config(REPO / "configs" / "shipped_en.yaml"))
+    assert reading_changes(en, cfg) == []
+    shipped = REPO / "weights" / "crnn_en.pt"
+    if shipped.is_file():
+        assert reading_changes(load_checkpoint(shipped).config, cfg) == []
+    old = load_config(REPO / "configs" / "finetune_alnum36.yaml")
+    assert (old.train.init_weights, old.model.charset) == ("weights/crnn_vgg_small.pt", "alnum36")
+    assert (old.data.min_width, old.data.max_width, old.data.width_step, old.data.rehearsal_style) == (100, 320, 1,
+                                                                                                      "street")
+    assert (old.train.distill_base, old.train.interpolate_base, old.train.freeze_cnn_steps) == (1.0, 0.8, 1200)
+    assert old.data.rehearsal != cfg.data.rehearsal and old.train.base_val != cfg.train.base_val  # no set is shared
+    # what the log warns: the alnum36 recipe read from crnn_en, and from the fixed 32x100 model it was made for
+    assert reading_changes(en, old) == ["data.min_width 16 -> 100", "data.max_width 400 -> 320",
+                                        "data.width_step 4 -> 1"]
+    assert reading_changes(config_to_dict(Config()), old) == ["data.keep_ratio false -> true",
+                                                              "data.min_width 8 -> 100", "data.max_width 400 -> 320"]
+    assert reading_changes(None, cfg) == [] and reading_changes({"model": {}}, cfg) == []
+
+
+def _en_start(tmp_path: Path, *overrides: str) -> Path:
+    """A tiny printable95 start whose stored config is crnn_en's recipe (its data engine's levers)."""
+    cfg = load_config(REPO / "configs" / "shipped_en.yaml", ["model.hidden=16", *overrides])
+    cs = Charset.from_spec("printable95")
+    torch.manual_seed(0)
+    path = tmp_path / "en_start.pt"
+    save_checkpoint(model_checkpoint(build_model("vgg_small", 1, cs.num_classes, 16), cfg, cs), path)
+    return path
+
+
+def test_rehearsal_in_the_starts_own_style(tmp_path):
+    """data.rehearsal_style=base: the rehearsal and base_val words are rendered with the synth options stored in
+    train.init_weights; a start trained on stored LMDBs, or none, is a one-line error."""
+    from crnn.engine.finetune import start_synth_options, synth_jobs
+    from crnn.engine.runtime import TrainingError
+
+    start = _en_start(tmp_path)
+    cfg = load_config(REPO / "configs" / "finetune.yaml", [f"train.init_weights={start}",
+                                                           "data.rehearsal=/nonexistent/r.lmdb",
+                                                           "train.base_val=[/nonexistent/v.lmdb]"])
+    assert [(p, s) for p, _, _, s in synth_jobs(cfg)] == [("/nonexistent/r.lmdb", "base"), ("/nonexistent/v.lmdb",
+                                                                                             "base")]
+    opts, stored = start_synth_options(cfg)
+    assert (opts.charset, opts.text, opts.style, opts.max_len) == ("printable95", "words", "default", 25)
+    assert (opts.signs, opts.street, opts.squeeze, opts.weight, opts.jitter, opts.photos) == (0.25, 0.35, 0.2, 0.2,
+                                                                                              0.1, 0.2)
+    assert stored.data.synth_real_share == 0.05  # not rendered: the log says so
+    alnum = tmp_path / "alnum36.pt"
+    save_checkpoint(model_checkpoint(build_model("vgg_small", 1, 37, 16), Config(), Charset.from_spec("alnum36")),
+                    alnum)
+    with pytest.raises(TrainingError, match=r"names no rendered training data in its config \(no data.synth_online "
+                                            r"or data.synth_num: stored sets, or converted\), so its style is "
+                                            r"unknown; use data.rehearsal_style=default or street"):
+        start_synth_options(load_config(REPO / "configs" / "finetune.yaml", [f"train.init_weights={alnum}"]))
+    with pytest.raises(TrainingError, match="data.rehearsal_style=base renders words as train.init_weights was "
+                                            "trained: set it"):
+        start_synth_options(load_config(None, ["data.rehearsal_style=base"]))
+
+
+def test_fine_tune_from_a_printable95_start_with_its_own_rehearsal(tmp_path, capsys):
+    """configs/finetune.yaml end to end from a tiny crnn_en-like start to printable95 + '€' (make_codes' alphabet
+    file): rehearsal and base_val rendered in the start's style, 95 rows kept and '€' new, a teacher that folds no
+    case, and no warning about the geometry (the recipe reads as the start was trained)."""
+    import crnn
+    from crnn.data.fonts import NoFontsError, find_fonts
+
+    try:
+        find_fonts(None)
+    except NoFontsError:
+        pytest.skip("no fonts installed to render the rehearsal words (scripts/setup.sh installs them)")
+    start = _en_start(tmp_path, "data.synth_photos=0")  # photos need the wallpapers; the rest renders anywhere
+    alphabet = _tools("make_codes").write_charset_en(tmp_path / "codes")
+    assert Charset.from_spec(str(alphabet)).chars == Charset.from_spec("printable95").chars + "€"
+    codes = make_lmdb(tmp_path / "codes.lmdb", [f"€{w.upper()},{len(w)}" for w in random_words(16, seed=5)])
+    val = make_lmdb(tmp_path / "val.lmdb", [f"SKU#{w.upper()}" for w in random_words(8, seed=6)])
+    rehearsal, base_val = tmp_path / "rehearsal.lmdb", tmp_path / "base_val.lmdb"
+    run = crnn.train(str(REPO / "configs" / "finetune.yaml"), [
+        f"model.charset={alphabet}", f"data.train={codes}", f"data.val={val}", f"train.init_weights={start}",
+        "model.hidden=16", f"data.rehearsal={rehearsal}", "data.rehearsal_num=16", f"train.base_val=[{base_val}]",
+        "train.base_val_num=8", "data.synth_workers=1", "data.batch_size=8", "data.num_workers=0", "train.steps=2",
+        "train.freeze_cnn_steps=1", "train.warmup_steps=0", "train.amp=off", "train.tensorboard=false",
+        f"train.output_dir={tmp_path / 'run'}"])
+    text = capsys.readouterr().err
+    engine = f"as {start} was trained: printable95 words, style default, signs 0.25, street 0.35, squeeze 0.2"
+    assert f"generating 16 synthetic samples into {rehearsal} (seed 7) {engine}" in text
+    assert f"generating 8 synthetic samples into {base_val} (seed 1000010) {engine}" in text
+    assert "(not the real crops it also trained on: 5% from data/en_real_train)" in text
+    assert "alphabet change: 95 kept, 1 new ('€'), 0 dropped" in text
+    assert "teaches every sample whose label it could read (KL per frame, the same characters, case kept)" in text
+    assert "was trained reading crops otherwise" not in text
+    assert f"before -> after (interpolated.pt): base {base_val}:" in text and "8 samples, exact)" in text
+    assert load_checkpoint(run.last).charset["chars"].endswith(" €")

@@ -122,7 +122,7 @@ def test_distill_base_keeps_a_fine_tune_reading_as_its_start_and_needs_init_weig
     teacher_model, _, _ = build_from_checkpoint(load_checkpoint(init))
 
     def drift(alpha: float) -> float:
-        run = crnn.train("configs/finetune.yaml", [*common, f"train.distill_base={alpha}",
+        run = crnn.train("configs/finetune_alnum36.yaml", [*common, f"train.distill_base={alpha}",
                                                    f"train.output_dir={tmp_path / f'run{alpha}'}"])
         model, cs, cfg = build_from_checkpoint(load_checkpoint(run.last))
         from crnn.data.loader import build_eval_loader
@@ -150,3 +150,52 @@ def test_distill_base_keeps_a_fine_tune_reading_as_its_start_and_needs_init_weig
         load_config(None, ["train.distill_new=0.5"])
     with pytest.raises(ValueError, match="train.distill_new: must be 0"):
         load_config(None, ["train.distill_new=-1", "train.distill_base=1", "train.init_weights=x.pt"])
+
+
+def test_a_start_that_keeps_case_teaches_through_an_identity_fold():
+    """From a printable95 start (crnn_en) to printable95 + '€': the folding matrix is the identity on the start's 96
+    classes ('A' is 'A', not 'a'), '€' counts for nothing, and a label is readable when it has no '€'."""
+    base = Charset.from_spec("printable95")
+    new = Charset(base.chars + "€")
+    assert not base.lowercase and not new.lowercase
+    torch.manual_seed(2)
+    teacher_logits = torch.randn(2, 6, base.num_classes)
+    teacher = BaseTeacher(_Fixed(teacher_logits), base, new, 1.0)
+    k = base.num_classes
+    eye = torch.where(torch.eye(k, dtype=torch.bool), 0.0, float("-inf"))
+    assert teacher.kept is None and torch.equal(teacher.fold[:k], eye) and bool(torch.isinf(teacher.fold[k]).all())
+    assert teacher.reads("Hello World!") and teacher.reads("SKU#A7-3321") and teacher.reads("$1,299.00")
+    assert not teacher.reads("€4,50") and not teacher.reads("")
+    images, steps = torch.zeros(2, 1, 1, 1), torch.tensor([6, 4])
+    same = torch.full((2, 6, new.num_classes), -1e4)
+    same[..., :k] = teacher_logits
+    loss, n = teacher.loss(same, images, ["Open 24h", "KNIGHT"], steps)
+    assert n == 2 and abs(float(loss)) < 1e-5  # reading as the start costs nothing
+    swapped = same.clone()  # every 'A' frame's mass moved to 'a': a case-folding teacher would not see it, this does
+    a, upper_a = base.index["a"], base.index["A"]
+    swapped[..., [a, upper_a]] = same[..., [upper_a, a]]
+    assert float(teacher.loss(swapped, images, ["Open 24h", "KNIGHT"], steps)[0]) > 1e-3
+
+
+def test_characters_the_new_alphabet_drops_leave_the_teacher_finite():
+    """A fine-tune alphabet without some of the start's characters (digits and capitals from printable95): the
+    teacher's distribution is renormalised over the start's classes the new alphabet keeps, the student's is read
+    there; before, the dropped classes made log q = -inf and the loss infinite."""
+    base, new = Charset.from_spec("printable95"), Charset("0123456789ABC")
+    torch.manual_seed(3)
+    teacher_logits = torch.randn(2, 5, base.num_classes)
+    student = torch.randn(2, 5, new.num_classes, requires_grad=True)
+    steps, images = torch.tensor([5, 3]), torch.zeros(2, 1, 1, 1)
+    teacher = BaseTeacher(_Fixed(teacher_logits), base, new, 1.0)
+    loss, n = teacher.loss(student, images, ["AB1", "C2"], steps)
+    assert n == 2 and torch.isfinite(loss)
+    kept = [0] + [base.index[c] for c in new.chars]  # blank, then the kept characters in the student's order
+    assert teacher.kept.tolist() == sorted(kept)
+    cols = sorted(kept)
+    pt = teacher_logits[..., cols].softmax(-1)
+    q = student.detach().softmax(-1)[..., [kept.index(c) for c in cols]]  # student classes in the start's order
+    kl = (pt * (pt.log() - q.log())).sum(-1)
+    want = torch.stack([kl[0, :5].mean(), kl[1, :3].mean()]).mean()
+    assert float(loss.detach()) == pytest.approx(float(want), rel=1e-5)
+    loss.backward()
+    assert torch.isfinite(student.grad).all()

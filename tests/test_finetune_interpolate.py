@@ -197,7 +197,7 @@ def test_train_interpolate_base_writes_and_scores_interpolated_pt(tmp_path, word
     save_checkpoint(model_checkpoint(build_model("vgg_small", 1, BASE.num_classes, 16), Config(), BASE), init)
     codes = make_lmdb(tmp_path / "codes.lmdb", [w.upper() + "-" + w[:2] for w in random_words(24, seed=5)])
     val = make_lmdb(tmp_path / "val.lmdb", [w.upper() + "-7" for w in random_words(8, seed=6)])
-    run = crnn.train("configs/finetune.yaml", [
+    run = crnn.train("configs/finetune_alnum36.yaml", [
         f"model.charset={BASE.chars}ABCDEFGHIJKLMNOPQRSTUVWXYZ-", f"data.train={codes}", f"data.val={val}",
         f"train.init_weights={init}", "model.hidden=16", f"data.rehearsal={words_lmdb}", "data.rehearsal_num=0",
         "train.base_val=[]", "data.batch_size=8", "data.num_workers=0", "train.steps=2", "train.warmup_steps=0",

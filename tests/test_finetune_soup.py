@@ -65,6 +65,10 @@ def test_bad_invocations_are_one_line_errors(tmp_path):
     r = _soup([str(tmp_path / "x"), "train.init_weights="])
     assert r.returncode == 1 and r.stderr.startswith("finetune_soup: ") and "set train.init_weights" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "x").exists()
+    r = _soup([str(tmp_path / "x")], {"CONFIG": str(tmp_path / "no_recipe.yaml")})  # CONFIG names the recipe
+    assert r.returncode == 1 and r.stderr.startswith("finetune_soup: ") and "no_recipe.yaml" in r.stderr, r.stderr
+    r = _soup([str(tmp_path / "x"), "train.init_weights="], {"CONFIG": str(REPO / "configs/finetune_alnum36.yaml")})
+    assert r.returncode == 1 and "set train.init_weights" in r.stderr and not (tmp_path / "x").exists()
     # runs that fail (their data is missing): the script names the log and writes no soup
     init = tmp_path / "base.pt"
     save_checkpoint(model_checkpoint(build_model("vgg_small", 1, BASE.num_classes, 16), Config(), BASE), init)

@@ -139,3 +139,89 @@ def test_table_differences_are_paired_against_the_first_model(real: Path, tmp_pa
     assert "svt_lock" in [s["name"] for s in json.loads(out.read_text())["sets"]]
     b = [True, True, False, False]
     assert table.score(["A-1", "b", "c", ""], ["a1", "B", "x", "d"], "alnum-insensitive") == b
+
+
+def test_one_folder_and_its_warps_nothing_locked(real: Path, tmp_path: Path, capsys) -> None:
+    """--folder: one set the base never trained on (the English development set) and its warps, the same bytes from
+    the same seed; an --out holding other sets is refused, --name without --folder too."""
+    mod = _script("forgetting_sets")
+    _folder(tmp_path, "en_dev", ["Hello", "WORLD", "24h", "Caf3", "no."])
+    for out in ("a", "b"):
+        assert mod.main(["--folder", str(tmp_path / "en_dev"), "--out", str(tmp_path / out)]) == 0
+    manifest = json.loads((tmp_path / "a" / "sets.json").read_text())
+    sets = {s["name"]: s for s in manifest["sets"]}
+    assert list(sets) == ["en_dev", "en_dev_perspective", "en_dev_curve"]
+    assert [s["samples"] for s in sets.values()] == [5, 15, 15] and manifest["draws"] == 3
+    assert not any(s["locked"] or s["seen_by_base"] for s in sets.values())
+    labels = {n: [open_dataset(tmp_path / "a" / f"{n}.lmdb")[i][1] for i in range(s["samples"])]
+              for n, s in sets.items()}
+    assert labels["en_dev"] == ["Hello", "WORLD", "24h", "Caf3", "no."]
+    assert labels["en_dev_curve"] == labels["en_dev"] * 3
+    for n in sets:
+        assert _raw(tmp_path / "a" / f"{n}.lmdb") == _raw(tmp_path / "b" / f"{n}.lmdb"), n
+    straight = open_dataset(tmp_path / "a" / "en_dev.lmdb")[1][0]
+    assert np.array_equal(np.asarray(straight), np.asarray(Image.open(tmp_path / "en_dev" / "IMG" / "1.jpg")))
+    assert mod.main(["--folder", str(tmp_path / "en_dev"), "--name", "dev", "--out", str(tmp_path / "c"),
+                     "--draws", "1"]) == 0
+    assert [s["name"] for s in json.loads((tmp_path / "c" / "sets.json").read_text())["sets"]] == [
+        "dev", "dev_perspective", "dev_curve"]
+    capsys.readouterr()
+    assert mod.main(["--data", str(real), "--out", str(tmp_path / "a")]) == 1  # svt/iiit5k sets beside en_dev's
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "holds other sets (en_dev, en_dev_curve, en_dev_perspective); write these " \
+        "into another --out" in err
+    with pytest.raises(SystemExit):
+        mod.main(["--name", "x", "--out", str(tmp_path / "d")])
+    assert not (tmp_path / "d").exists()
+
+
+def test_table_scores_a_set_under_two_protocols_from_one_reading(real: Path, tmp_path: Path, capsys) -> None:
+    """--protocol exact --protocol alnum-insensitive: every set of --sets twice (NAME@PROTOCOL), an extra under
+    ':exact,alnum-insensitive' likewise, each read once; worst vs base over the yardsticks, not the new text."""
+    mod = _script("forgetting_sets")
+    _folder(tmp_path, "en_dev", ["Hello", "WORLD"])
+    assert mod.main(["--folder", str(tmp_path / "en_dev"), "--out", str(tmp_path / "sets"), "--draws", "1"]) == 0
+    table = _script("forgetting_table")
+    sets = table.load_sets(str(tmp_path / "sets"), False, [f"codes={real / 'svt_train'}:exact",
+                                                           f"seen={real / 'iiit5k_train'}:exact,alnum-insensitive",
+                                                           f"plain={real / 'iiit5k_train'}"],
+                           ["exact", "alnum-insensitive"])
+    assert [(s["name"], s["protocol"], s["yardstick"]) for s in sets] == [
+        ("en_dev@exact", "exact", True), ("en_dev@alnum-insensitive", "alnum-insensitive", True),
+        ("en_dev_perspective@exact", "exact", True),
+        ("en_dev_perspective@alnum-insensitive", "alnum-insensitive", True),
+        ("en_dev_curve@exact", "exact", True), ("en_dev_curve@alnum-insensitive", "alnum-insensitive", True),
+        ("codes", "exact", False), ("seen@exact", "exact", False),
+        ("seen@alnum-insensitive", "alnum-insensitive", False), ("plain", "alnum-insensitive", True)]
+    assert [s["name"] for s in table.load_sets(str(tmp_path / "sets"), False, [])][:1] == ["en_dev"]  # as before
+    with pytest.raises(SystemExit, match="unknown metric protocol 'exakt'"):
+        table.load_sets(None, False, [f"x={real / 'svt_train'}:exakt"])
+    cs = Charset.from_spec("printable95")
+    cfg = Config()
+    cfg.model.hidden = 16
+    torch.manual_seed(0)
+    ckpt = tmp_path / "m.pt"
+    save_checkpoint(model_checkpoint(build_model("vgg_small", 1, cs.num_classes, 16), cfg, cs), ckpt)
+    out = tmp_path / "t.json"
+    capsys.readouterr()
+    assert table.main(["--sets", str(tmp_path / "sets"), "--protocol", "exact", "--protocol", "alnum-insensitive",
+                       "--weights", f"base={ckpt}", "--weights", f"again={ckpt}", "--extra",
+                       f"codes={real / 'svt_train'}:exact", "--cache", str(tmp_path / "cache.json"),
+                       "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0].startswith("| model | en_dev@exact (2) | en_dev@alnum-insensitive (2) |")
+    assert captured.err.count(": en_dev@exact read") == 1 and "en_dev@alnum-insensitive read" not in captured.err
+    assert captured.err.count(": codes read") == 1  # one reading of each set, whatever the protocols
+    res = json.loads(out.read_text())
+    assert len(res["rows"][1]["cells"]) == 7 and res["sets"][-1]["protocol"] == "exact"
+    ok = {True: [True, False], False: [False, False]}
+    preds, labels = ["hello", "WORLD!"], ["Hello", "WORLD"]
+    assert table.score(preds, labels, "exact") == ok[False] and table.score(preds, labels, "alnum-insensitive") == [
+        True, True]
+    assert table.markdown({"sets": [{"name": "y", "protocol": "exact", "yardstick": True},
+                                    {"name": "t", "protocol": "exact", "yardstick": False}],
+                           "rows": [{"name": "base", "cells": {"y": {"acc": 50.0, "ok": ok[True]},
+                                                               "t": {"acc": 0.0, "ok": ok[False]}}},
+                                    {"name": "m", "cells": {"y": {"acc": 0.0, "delta": -50.0, "ok": ok[False]},
+                                                            "t": {"acc": 50.0, "delta": -60.0, "ok": ok[True]}}}]}
+                          ).splitlines()[-1].endswith("| -50.0 |")  # the new text's cell does not count

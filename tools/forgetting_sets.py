@@ -19,6 +19,12 @@ model trained on its crops, whether it is locked):
 * ``iiit5k``: the IIIT5K training crops. The shipped model's last stage trained on them (README "Shipped model"), so
   their loss measures forgetting of trained-on crops, not of unseen ones; their warps are new images of those crops.
 
+``--folder DIR`` (a gt.txt folder or an LMDB the base never trained on; ``--name``, default the folder's name) writes
+that set and its two warps instead, nothing locked: the yardstick of the default English model, which trained on
+IIIT5K ``IMG/1-1000`` and never on its development set::
+
+    python tools/forgetting_sets.py --folder data/en_dev --out data/forgetting_en   # en_dev, en_dev_perspective, ...
+
 Same data and seed, same bytes (PNG, lossless; labels unchanged). A set that exists is kept.
 """
 from __future__ import annotations
@@ -88,6 +94,13 @@ def set_plan(data: Path, seed: int, draws: int = 1) -> list[dict]:
     return plan
 
 
+def folder_plan(folder: Path, name: str, draws: int = 1) -> list[dict]:
+    """The sets of one folder the base never trained on: the crops as they are and their warps, none locked."""
+    idx = list(range(len(open_dataset(folder))))
+    return [{"name": name if mode is None else f"{name}_{mode}", "source": folder.name, "indices": idx, "warp": mode,
+             "draws": 1 if mode is None else draws, "seen_by_base": False, "locked": False} for mode in (None, *MODES)]
+
+
 def samples(crops: list, entry: dict, seed: int):
     """(PNG bytes, label) of one planned set, draw after draw; a warp's random numbers depend on the seed, the draw
     and the source index only (draw d uses seed + d)."""
@@ -99,15 +112,20 @@ def samples(crops: list, entry: dict, seed: int):
             yield png(img), label
 
 
-def build(data: Path, out: Path, seed: int = SEED, draws: int = DRAWS) -> list[dict]:
-    """Write every missing set into ``out`` and ``sets.json``; return the manifest entries."""
+def build(data: Path, out: Path, seed: int = SEED, draws: int = DRAWS, plan: list[dict] | None = None) -> list[dict]:
+    """Write every missing set into ``out`` and ``sets.json``; return the manifest entries. ``plan``: the sets
+    (sources are folders in ``data``); default: those of the svt and iiit5k training crops (:func:`set_plan`)."""
+    plan = set_plan(data, seed, draws) if plan is None else plan
     old = out / "sets.json"
     if old.is_file():
         had = json.loads(old.read_text())
         if (had.get("seed"), had.get("draws", 1)) != (seed, draws):
             raise ValueError(f"{out} holds sets of seed {had.get('seed')} with {had.get('draws', 1)} draw(s); "
                              f"write seed {seed} with {draws} draw(s) into another --out")
-    plan = set_plan(data, seed, draws)
+        other = sorted({s["name"] for s in had.get("sets", [])} - {e["name"] for e in plan})
+        if other:
+            raise ValueError(f"{out} holds other sets ({', '.join(other[:3])}{', ...' if len(other) > 3 else ''}); "
+                             "write these into another --out")
     cache: dict[str, list] = {}
     manifest = []
     for entry in plan:
@@ -132,18 +150,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=SEED, help=f"split and warp seed (default {SEED})")
     p.add_argument("--draws", type=int, default=DRAWS, help=f"warps of every crop in a warped set, seeds SEED, "
                    f"SEED + 1, ... (default {DRAWS}; 1: the sets before draws existed)")
+    p.add_argument("--folder", help="instead of svt/iiit5k: one gt.txt folder or LMDB the base never trained on "
+                   "(e.g. data/en_dev), written with its warps, nothing locked")
+    p.add_argument("--name", help="--folder's set name (default: the folder's name)")
     args = p.parse_args(argv)
     if args.draws < 1:
         p.error(f"--draws must be at least 1, got {args.draws}")
-    data = Path(args.data) if args.data else shared_data_dir()
-    missing = [f for f in SOURCES.values() if not (data / f / "gt.txt").is_file()]
-    if missing:
-        print(f"forgetting_sets: error: {data / missing[0]}/gt.txt not found; pass --data FOLDER holding "
-              f"{' and '.join(SOURCES.values())}", file=sys.stderr)
+    if args.name and not args.folder:
+        p.error("--name names the set of --folder")
+    plan = None
+    try:
+        if args.folder:
+            folder = Path(args.folder).absolute()
+            data = folder.parent
+            plan = folder_plan(folder, args.name or folder.name, args.draws)
+        else:
+            data = Path(args.data) if args.data else shared_data_dir()
+            missing = [f for f in SOURCES.values() if not (data / f / "gt.txt").is_file()]
+            if missing:
+                raise DatasetError(f"{data / missing[0]}/gt.txt not found; pass --data FOLDER holding "
+                                   f"{' and '.join(SOURCES.values())}")
+    except (DatasetError, OSError) as e:
+        print(f"forgetting_sets: error: {e}", file=sys.stderr)
         return 1
     Path(args.out).mkdir(parents=True, exist_ok=True)
     try:
-        manifest = build(data, Path(args.out), args.seed, args.draws)
+        manifest = build(data, Path(args.out), args.seed, args.draws, plan)
     except (DatasetError, OSError, ValueError) as e:
         print(f"forgetting_sets: error: {e}", file=sys.stderr)
         return 1

@@ -1,6 +1,7 @@
 """Build the README's fine-tuning example: crops of codes and prices the shipped model cannot read.
 
     python tools/make_codes.py --out data/codes            # train.lmdb (400), val.lmdb (100), heldout.lmdb (200)
+                                                           # and charset_en.txt
 
 Text: prices (``$12.99``, ``€4,50``, ``$1,299.00``), invoice and part numbers (``INV-2024/0815``, ``SKU#A7-3321``,
 ``PN:4471-BX``), dates and times (``03/11/2024``, ``24.12.23``, ``12:45``), lot and expiry codes (``LOT:24A117``,
@@ -8,7 +9,11 @@ Text: prices (``$12.99``, ``€4,50``, ``$1,299.00``), invoice and part numbers 
 Images: crnn-synth's renderer (crnn.data.synth.render_word: colours, backgrounds, geometry, camera effects) in a
 style the base model never trained on: monospace fonts only (a printed-label look) and these strings. Every set
 has its own seed, so no string-image pair repeats across sets; the same seed gives the same bytes on the same fonts.
-The alphabet to fine-tune with is printed (``CHARSET``): alnum36's characters, the capitals and the 8 symbols.
+The alphabets to fine-tune with are printed: ``CHARSET``, from the alnum36 model (configs/finetune_alnum36.yaml):
+alnum36's characters, the capitals and the 8 symbols; ``CHARSET_EN``, from the default English model crnn_en
+(configs/finetune.yaml): printable95, whose 95 characters hold every one of these but ``€``, and ``€`` - written to
+``charset_en.txt`` beside the sets, one character per line (the space is a line holding one space), since the
+characters themselves hold both quotes and would need shell quoting; ``model.charset=OUT/charset_en.txt``.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ sys.path.insert(0, str(REPO))
 
 SYMBOLS = "$€.,:/#-"
 CHARSET = string.digits + string.ascii_lowercase + string.ascii_uppercase + SYMBOLS
+CHARSET_EN = string.digits + string.ascii_letters + string.punctuation + " " + "€"  # printable95, then '€'
 SETS = (("train", 400, 1), ("val", 100, 2), ("heldout", 200, 3))  # name, size, seed
 UPPER = string.ascii_uppercase
 
@@ -95,6 +101,14 @@ def samples(num: int, seed: int, fonts: list[str]):
         yield encode_image(render_word(text, rng, fonts, opts), rng, opts), text
 
 
+def write_charset_en(folder: Path) -> Path:
+    """``folder/charset_en.txt``: CHARSET_EN one character per line (the space: a line holding one space)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "charset_en.txt"
+    path.write_text("".join(f"{c}\n" for c in CHARSET_EN), encoding="utf-8")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default="data/codes", help="folder for train.lmdb, val.lmdb, heldout.lmdb")
@@ -115,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.preview:
         contact_sheet(list(samples(36, SETS[0][2], fonts))).save(args.preview)
         print(f"wrote {args.preview}")
+    en = write_charset_en(out)
     print(f"CHARSET={CHARSET}")
+    print(f"CHARSET_EN={en}  (printable95 and €, one per line: from weights/crnn_en.pt)")
     return 0
 
 

@@ -344,6 +344,11 @@ def load_model_weights(
     target.load_state_dict(cast, strict=strict)
 
 
+def stored_config(ckpt: Checkpoint) -> Config | None:
+    """The config a checkpoint was trained with (None for a bare state dict); an invalid one is a CheckpointError."""
+    return None if ckpt.config is None else _config_of(ckpt, None)
+
+
 def _config_of(ckpt: Checkpoint, config: Config | None) -> Config:
     if ckpt.config is None:
         if config is None:

@@ -7,6 +7,8 @@
   real crops the user names) scored at step 0, at every validation and at the end with ``train.base_protocol``
   (``auto``: the protocol of the starting checkpoint's alphabet, so an ``alnum36`` base is scored case-insensitive
   as it was trained). The log, TensorBoard (``base/<name>/...``) and the run's summary show before and after.
+* ``data.rehearsal_style: base``: the rehearsal words (and ``train.base_val_num``'s held-out words) rendered as the
+  starting checkpoint was trained, from the ``data.synth_*`` keys stored in it (:func:`start_synth_options`).
 * ``train.base_pull``: L2-SP (Li, Grandvalet & Davoine, ICML 2018), a penalty ``alpha / 2 * ||w - w_base||^2`` added
   to the loss that pulls every weight the starting model had (CNN, LSTMs, the output rows of its characters and of
   the blank) back toward its starting value; fresh rows (new characters, upper case started from lower case) are
@@ -53,25 +55,91 @@ def base_style_options(cfg: Config, style: str = "default"):
 
 def synth_jobs(cfg: Config) -> list[tuple[str, int, int, str]]:
     """(path, number, seed, style) of the base-style synthetic sets this config asks for and that do not exist yet
-    (the rehearsal words in ``data.rehearsal_style``, the held-out base-domain words in the default style)."""
+    (the rehearsal words in ``data.rehearsal_style``, the held-out base-domain words in the default style - or in
+    the start's own, ``base``, when the rehearsal words are)."""
     jobs = []
     if cfg.data.rehearsal and cfg.data.rehearsal_num > 0:
         jobs.append((cfg.data.rehearsal, cfg.data.rehearsal_num, cfg.data.rehearsal_seed, cfg.data.rehearsal_style))
     if cfg.train.base_val_num > 0:
-        jobs += [(p, cfg.train.base_val_num, cfg.data.rehearsal_seed + BASE_VAL_SEED_OFFSET + i, "default")
+        style = "base" if cfg.data.rehearsal_style == "base" else "default"
+        jobs += [(p, cfg.train.base_val_num, cfg.data.rehearsal_seed + BASE_VAL_SEED_OFFSET + i, style)
                  for i, p in enumerate(cfg.train.base_val)]
     return [job for job in jobs if not Path(job[0]).exists()]
+
+
+def start_synth_options(cfg: Config):
+    """``data.rehearsal_style: base``: (SynthOptions, stored Config) of the data ``train.init_weights`` was trained
+    on - its alphabet, text kind, style and levers (signs, street, photos...), from the ``data.synth_*`` keys stored
+    in it. A start without a stored config, or one trained on stored LMDBs (whose style its config does not say), is
+    a TrainingError naming the styles to use instead."""
+    from crnn.engine.checkpoint import CheckpointError, load_checkpoint, stored_config
+    from crnn.engine.trainer import synth_options  # the trainer's own: the words the start was rendered
+
+    path = cfg.train.init_weights
+    if not path:
+        raise TrainingError("data.rehearsal_style=base renders words as train.init_weights was trained: set it")
+    try:
+        start = stored_config(load_checkpoint(path))
+    except CheckpointError as e:
+        raise TrainingError(f"data.rehearsal_style=base: {e}") from None
+    if start is None or not (start.data.synth_online or start.data.synth_num > 0):
+        why = "stores no config" if start is None else ("names no rendered training data in its config (no "
+                                                        "data.synth_online or data.synth_num: stored sets, or converted)")
+        raise TrainingError(f"data.rehearsal_style=base: {path} {why}, so its style is unknown; use "
+                            "data.rehearsal_style=default or street, or name a set of your own in data.rehearsal")
+    return synth_options(start, start.data.synth_style), start
+
+
+def describe_options(opts) -> str:
+    """``printable95 words, style default, signs 0.25, street 0.35, ...``: the SynthOptions a set is rendered with."""
+    levers = [f"{k} {getattr(opts, k):g}" for k in ("signs", "street", "squeeze", "weight", "jitter", "photos",
+                                                     "elastic", "traditional") if getattr(opts, k)]
+    return ", ".join([f"{opts.charset} {opts.text}", f"style {opts.style}", *levers])
 
 
 def generate_base_style(cfg: Config, progress: bool) -> None:
     """Generate the missing base-style synthetic sets (rehearsal data and held-out base-domain sets)."""
     from crnn.data.synth import generate_lmdb
 
-    for path, num, seed, style in synth_jobs(cfg):
-        log.info("generating %d synthetic base-style words into %s (seed %d%s)", num, path, seed,
-                 "" if style == "default" else f", style {style}")
-        generate_lmdb(path, num, seed=seed, workers=cfg.data.synth_workers, progress=progress,
-                      opts=base_style_options(cfg, style))
+    jobs = synth_jobs(cfg)
+    start_opts, start = start_synth_options(cfg) if any(job[3] == "base" for job in jobs) else (None, None)
+    for path, num, seed, style in jobs:
+        opts = start_opts if style == "base" else base_style_options(cfg, style)
+        if style == "base":
+            real = start.data.synth_real if start.data.synth_real_share > 0 else ""
+            log.info("generating %d synthetic samples into %s (seed %d) as %s was trained: %s%s", num, path, seed,
+                     cfg.train.init_weights, describe_options(opts), f" (not the real crops it also trained on: "
+                     f"{start.data.synth_real_share:.0%} from {real})" if real else "")
+        else:
+            log.info("generating %d synthetic base-style words into %s (seed %d%s)", num, path, seed,
+                     "" if style == "default" else f", style {style}")
+        generate_lmdb(path, num, seed=seed, workers=cfg.data.synth_workers, progress=progress, opts=opts)
+
+
+READING_KEYS = ("height", "keep_ratio", "width", "min_width", "max_width", "width_step", "pad", "interpolation",
+                "mean", "std")
+
+
+def reading_changes(stored: dict | None, cfg: Config) -> list[str]:
+    """``data.min_width 16 -> 100``: every preprocessing setting in which this run differs from the config stored in
+    ``train.init_weights`` (``stored``; [] without one). ``data.width`` counts only where a side reads at a fixed
+    width, the keep-ratio limits only where a side keeps the ratio."""
+    from crnn.config import DataConfig
+
+    data = (stored or {}).get("data") if isinstance(stored, dict) else None
+    if not isinstance(data, dict):
+        return []
+    default, now = DataConfig(), cfg.data
+    was = {k: data.get(k, getattr(default, k)) for k in READING_KEYS}
+    keys = [k for k in READING_KEYS
+            if not (k == "width" and was["keep_ratio"] and now.keep_ratio)
+            and not (k in ("min_width", "max_width", "width_step") and not (was["keep_ratio"] or now.keep_ratio))]
+    return [f"data.{k} {_shown(was[k])} -> {_shown(getattr(now, k))}" for k in keys if was[k] != getattr(now, k)]
+
+
+def _shown(value) -> str:
+    """A config value as an override writes it (``true``, not ``True``)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 class ValSets(dict):
@@ -298,11 +366,13 @@ class BaseTeacher:
     case folded when it folds case: the rehearsal words, plain digit codes), the loss gains
     ``alpha * KL(p_base || q)`` per output frame (mean over the valid frames, then over those samples), where ``q``
     is the fine-tuned model's distribution folded onto the starting alphabet: an upper-case letter's probability
-    counts for the lower-case letter the base read it as; new characters count for nothing (their mass is loss).
-    The fine-tuned model keeps reading what the base read, with the base's own confidences (its soft targets carry
-    more than the hard labels: which letters look alike, how sure it is under blur), while CTC on the labels
-    decides the case and teaches the new characters. The teacher reads the same tensor as the student (its
-    geometry), in evaluation mode.
+    counts for the lower-case letter the base read it as; new characters count for nothing (their mass is loss);
+    characters of the base that the new alphabet dropped are left out of both, the base's distribution renormalised
+    over the rest. A start that keeps case (printable95) folds nothing: ``q`` is the trained model's distribution
+    over the start's classes. The fine-tuned model keeps reading what the base read, with the base's own
+    confidences (its soft targets carry more than the hard labels: which letters look alike, how sure it is under
+    blur), while CTC on the labels decides the case and teaches the new characters. The teacher reads the same
+    tensor as the student (its geometry), in evaluation mode.
 
     ``new_alpha`` (``train.distill_new``, 0 = off): the samples whose labels have characters the base never read
     (the new kind of text itself) are taught too, with ``q`` renormalised over the starting classes: what the student
@@ -320,7 +390,12 @@ class BaseTeacher:
         for j, src in enumerate(rows):
             if src is not None:
                 fold[j, src] = 0.0
-        self.fold = fold  # [K, K_base]: log of the 0/1 folding matrix
+        # base classes no student row reads (characters the new alphabet dropped) are left out of both distributions,
+        # the teacher's renormalised over the rest (else log q = -inf there: an infinite KL, NaN gradients); None:
+        # every base class is kept
+        used = torch.isfinite(fold).any(0)  # [K_base]
+        self.kept = None if bool(used.all()) else used.nonzero().flatten()
+        self.fold = fold if self.kept is None else fold[:, self.kept]  # [K, K_base']: log of the 0/1 folding matrix
         self.base_charset = base_charset
         self.known = set(base_charset.chars)
 
@@ -344,7 +419,10 @@ class BaseTeacher:
             teacher = self.model(images.index_select(0, idx)).float().log_softmax(-1)  # [b, T, Kb]
         student = logits.index_select(0, idx.to(logits.device)).float().log_softmax(-1)  # [b, T, K]
         fold = self.fold.to(student.device)
-        folded = torch.logsumexp(student.unsqueeze(-1) + fold, dim=-2)  # [b, T, Kb]: log of the folded probs
+        folded = torch.logsumexp(student.unsqueeze(-1) + fold, dim=-2)  # [b, T, Kb']: log of the folded probs
+        if self.kept is not None:  # the teacher over the base classes the new alphabet keeps, renormalised
+            teacher = teacher.to(student.device).index_select(-1, self.kept.to(student.device))
+            teacher = teacher - torch.logsumexp(teacher, dim=-1, keepdim=True)
         flags = [readable[i] for i in pick]  # the base read the label (a list: no device sync to branch on)
         old = torch.tensor(flags, device=student.device)  # [b]
         if not all(flags):  # renormalise over the base's classes where the label has new characters
@@ -389,8 +467,8 @@ def build_teacher(cfg: Config, ck, base_charset: Charset | None, charset: Charse
     teacher = BaseTeacher(model, cs, charset, alpha, cfg.train.distill_new)
     if main:
         log.info("train.distill_base=%g: the starting model (%s, %d classes) teaches every sample whose label it "
-                 "could read (KL per frame, upper case folded onto lower case)", alpha, cfg.train.init_weights,
-                 cs.num_classes)
+                 "could read (KL per frame, %s)", alpha, cfg.train.init_weights, cs.num_classes,
+                 "upper case folded onto lower case" if cs.lowercase else "the same characters, case kept")
         if cfg.train.distill_new > 0:
             log.info("train.distill_new=%g: it teaches the samples with new characters too, the trained model's "
                      "distribution renormalised over the start's %d classes", cfg.train.distill_new, cs.num_classes)

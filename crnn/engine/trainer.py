@@ -28,8 +28,8 @@ from crnn.engine.evaluate import autocast_context, evaluate
 from crnn.engine.alphabet_change import fit_alphabet
 from crnn.engine.finetune import (KEPT_METRICS, ValSets, base_protocol, build_base_loaders, build_base_pull,
                                   check_freeze, cnn_frozen, forgetting_report, freeze_bn_statistics,
-                                  generate_base_style, set_cnn_frozen, training_sources, validate_base,
-                                  build_teacher, write_interpolated)
+                                  generate_base_style, reading_changes, set_cnn_frozen, training_sources,
+                                  validate_base, build_teacher, write_interpolated)
 from crnn.engine.health import Health
 from crnn.engine.optim import build_optimizer, build_scaler, build_scheduler, lr_factor  # noqa: F401 (re-exported)
 from crnn.engine.reporting import (STOP_SIGNALS, Meter, StopFlag, _fmt_time, log_extra_protocols, log_validation,
@@ -174,6 +174,10 @@ def build_training_model(cfg: Config, charset: Charset, rt: Runtime,
         log.info("initialised weights from %s (%s, keys had prefix %r)", t.init_weights, ck.kind, ck.source_prefix)
         if change is not None and not change.unchanged and rt.main:
             log.info(change.describe())
+        if rt.main and (changes := reading_changes(ck.config, cfg)):
+            log.warning("train.init_weights %s was trained reading crops otherwise than this run reads them: %s "
+                        "(the start's -> this run's; unless the recipe means to change them, give the start's)",
+                        t.init_weights, ", ".join(changes))
         if info is not None:
             info.update(base_charset=base_charset, alphabet_change=change, init_checkpoint=ck)
     if t.model_parallel:
