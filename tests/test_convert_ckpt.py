@@ -153,6 +153,7 @@ def test_info_describes_without_writing(tmp_path, training_ckpt, model, capsys):
     assert f"charset: 10 chars + blank = 11 classes: '{CHARS}'" in out
     assert "step: 42, epoch: 1, best_metric: 0.5" in out
     assert "training state: optimizer, scheduler, rng" in out
+    assert "reads: 32 px high, fixed 100 px wide (data.height" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["last.pt"]
 
 

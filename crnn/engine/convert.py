@@ -121,7 +121,26 @@ def _model_lines(ckpt: Checkpoint) -> list[str]:
     else:
         lines.append(f"charset: not stored (head has {classes} classes = {classes - 1} chars + blank)"
                      if classes else "charset: not stored")
+    lines.append(f"reads: {_reading_geometry((ckpt.config or {}).get('data'))}")
     return lines
+
+
+def _reading_geometry(data: dict | None) -> str:
+    """``32 px high, keep-ratio 16-400 px wide in steps of 4``: how the file's model was trained to read crops (the
+    data keys a fine-tuning or reading config should keep), from its stored config."""
+    if not isinstance(data, dict) or "height" not in data:
+        return "not stored (no training config in the file: give data.height / data.width as it was trained)"
+    if data.get("keep_ratio"):
+        step = data.get("width_step", 1)
+        size = (f"keep-ratio {data.get('min_width', 1)}-{data.get('max_width')} px wide"
+                + (f" in steps of {step}" if step and step > 1 else ""))
+    else:
+        size = f"fixed {data.get('width')} px wide"
+    pad = data.get("pad", "batch")
+    scale = data.get("read_width_scale", 1.0)
+    return (f"{data['height']} px high, {size}" + (f", pad {pad}" if pad != "batch" else "")
+            + (f", read at {scale:g}x the trained widths" if scale and scale != 1.0 else "")
+            + " (data.height / keep_ratio / width / min_width / max_width / width_step)")
 
 
 def info_lines(ckpt: Checkpoint) -> list[str]:
