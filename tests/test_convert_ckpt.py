@@ -208,3 +208,15 @@ def test_script_wrapper_runs(tmp_path, training_ckpt):
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "layout: plain keys" in proc.stdout
+
+
+def test_info_takes_a_shipped_name(tmp_path, monkeypatch, capsys):
+    """``--info en`` describes weights/crnn_en.pt from any folder (a file named ``en`` there would win), with the
+    geometry a fine-tuning run has to keep."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["--info", "en"]) == 0
+    out = capsys.readouterr().out
+    assert "crnn_en.pt" in out and "reads: 32 px high, keep-ratio 16-400 px wide in steps of 4" in out
+    torch.save({"x": torch.zeros(1)}, tmp_path / "en")
+    assert main(["--info", "en"]) == 0
+    assert "crnn_en.pt" not in capsys.readouterr().out

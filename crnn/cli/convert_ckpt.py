@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from crnn.charset import CharsetError
 from crnn.engine.checkpoint import CheckpointError
@@ -27,6 +28,7 @@ from crnn.engine.convert import (  # noqa: F401 (importable from here as before 
     info_lines,
     interpolated,
 )
+from crnn.infer import WEIGHTS_BY_NAME, InferenceError, resolve_weights
 from crnn.foreign import DEFAULT_WIDTH, SOURCES, TARGETS, ForeignFormatError
 
 PROG = "crnn-convert-ckpt"
@@ -60,7 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--to easyocr).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("input", metavar="IN", help="checkpoint to read (crnn .pt, bare state dict, {'state_dict': ...})")
+    p.add_argument("input", metavar="IN", help="checkpoint to read (crnn .pt, bare state dict, {'state_dict': ...}), "
+                                               "or a shipped model's name (en, en_alnum36, zh) where no such file is")
     p.add_argument("output", metavar="OUT", nargs="?", help="file to write (atomically)")
     p.add_argument("--to", choices=[*sorted(TARGET_PREFIX), *TARGETS], default="plain",
                    help="key layout to write: plain (default; what crnn saves), module (DataParallel/DDP style), "
@@ -113,7 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # argparse already printed the message
         return int(e.code or 0)
     try:
+        if not Path(args.input).exists() and args.input in WEIGHTS_BY_NAME:  # a shipped model by name
+            args.input = str(resolve_weights(args.input))
         convert_file(ConvertOptions(**vars(args)), say=print)
+    except InferenceError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
     except UsageError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
