@@ -166,6 +166,17 @@ def test_open_dataset_dispatch(tmp_path):
         open_dataset(tmp_path / "empty")
 
 
+def test_a_folder_with_gt_txt_and_lmdbs_below_is_refused_not_guessed(tmp_path):
+    """A labelled folder with LMDBs inside it (say, rehearsal sets written next to the crops) used to read as the
+    LMDBs alone, the gt.txt silently ignored; now it is refused, and each part reads when named."""
+    folder = _gt_folder(tmp_path / "g", ["IMG/0.png\tAb", "IMG/1.png\tc d"])
+    make_lmdb(folder / "rehearsal.lmdb", ["x", "y", "z"])
+    with pytest.raises(DatasetError, match=r"holds a gt.txt and 1 LMDB\(s\) below it .*rehearsal.lmdb.*name one"):
+        open_dataset(folder)
+    assert len(open_dataset(folder / "gt.txt")) == 2
+    assert len(open_dataset(folder / "rehearsal.lmdb")) == 3
+
+
 def _gt_folder(root, lines: list[str], n_images: int = 2):
     (root / "IMG").mkdir(parents=True)
     for i in range(n_images):

@@ -488,3 +488,25 @@ def test_fine_tune_from_a_printable95_start_with_its_own_rehearsal(tmp_path, cap
     assert "was trained reading crops otherwise" not in text
     assert f"before -> after (interpolated.pt): base {base_val}:" in text and "8 samples, exact)" in text
     assert load_checkpoint(run.last).charset["chars"].endswith(" €")
+
+
+def test_the_chinese_recipe_reads_as_the_chinese_model_was_trained():
+    """configs/finetune_zh.yaml starts from `zh` with its variant, alphabet, geometry (T = W/8, min_width 8, reading
+    at 1.15x) and protocol; read with the English recipe's geometry the log would name every difference."""
+    from crnn.config import config_to_dict
+    from crnn.engine.finetune import reading_changes
+    from crnn.infer import WEIGHTS_BY_NAME
+
+    cfg = load_config(REPO / "configs" / "finetune_zh.yaml")
+    assert cfg.train.init_weights == f"weights/{WEIGHTS_BY_NAME['zh']}"
+    assert (cfg.model.variant, cfg.model.charset, cfg.data.rehearsal_style) == ("vgg_small_w8", "zh_gb2312", "base")
+    assert (cfg.train.protocol, cfg.train.base_protocol) == ("unicode", "unicode")
+    zh = config_to_dict(load_config(REPO / "configs" / "shipped_zh.yaml"))
+    assert reading_changes(zh, cfg) == []
+    shipped = REPO / "weights" / WEIGHTS_BY_NAME["zh"]
+    if shipped.is_file():
+        assert reading_changes(load_checkpoint(shipped).config, cfg) == []
+    en = load_config(REPO / "configs" / "finetune.yaml")
+    assert reading_changes(zh, en) == ["data.min_width 8 -> 16", "data.width_step 8 -> 4",
+                                       "data.read_width_scale 1.15 -> 1.0"]
+    assert {cfg.data.rehearsal, *cfg.train.base_val}.isdisjoint({en.data.rehearsal, *en.train.base_val})

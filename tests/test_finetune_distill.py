@@ -162,8 +162,10 @@ def test_a_start_that_keeps_case_teaches_through_an_identity_fold():
     teacher_logits = torch.randn(2, 6, base.num_classes)
     teacher = BaseTeacher(_Fixed(teacher_logits), base, new, 1.0)
     k = base.num_classes
-    eye = torch.where(torch.eye(k, dtype=torch.bool), 0.0, float("-inf"))
-    assert teacher.kept is None and torch.equal(teacher.fold[:k], eye) and bool(torch.isinf(teacher.fold[k]).all())
+    assert teacher.kept is None and teacher.num_cols == k  # each start class read by its own row, '€' by none
+    assert teacher.rows.tolist() == list(range(k)) and teacher.cols.tolist() == list(range(k))
+    probe = torch.randn(2, 3, new.num_classes).log_softmax(-1)
+    assert torch.allclose(teacher.fold(probe), probe[..., :k])
     assert teacher.reads("Hello World!") and teacher.reads("SKU#A7-3321") and teacher.reads("$1,299.00")
     assert not teacher.reads("€4,50") and not teacher.reads("")
     images, steps = torch.zeros(2, 1, 1, 1), torch.tensor([6, 4])
@@ -197,5 +199,27 @@ def test_characters_the_new_alphabet_drops_leave_the_teacher_finite():
     kl = (pt * (pt.log() - q.log())).sum(-1)
     want = torch.stack([kl[0, :5].mean(), kl[1, :3].mean()]).mean()
     assert float(loss.detach()) == pytest.approx(float(want), rel=1e-5)
+    loss.backward()
+    assert torch.isfinite(student.grad).all()
+
+
+def test_a_large_alphabet_teacher_holds_no_class_by_class_matrix():
+    """A Chinese start (zh_gb2312, 6,895 classes) fine-tuned to its own alphabet minus a few characters: the fold is
+    two index vectors, and a batch's loss is computed without a [B, T, K, K_base] tensor (hundreds of GB before)."""
+    base = Charset.from_spec("zh_gb2312")
+    new = Charset(base.chars.replace("的", "").replace("A", ""))
+    torch.manual_seed(4)
+    teacher_logits = torch.randn(4, 30, base.num_classes)
+    teacher = BaseTeacher(_Fixed(teacher_logits), base, new, 1.0)
+    assert teacher.rows.numel() == new.num_classes and teacher.num_cols == new.num_classes
+    student = torch.randn(4, 30, new.num_classes, requires_grad=True)
+    loss, n = teacher.loss(student, torch.zeros(4, 1, 1, 1), ["上海", "北京", "1号", "路"], torch.full((4,), 30))
+    assert n == 4 and torch.isfinite(loss)
+    kept = teacher.kept.tolist()  # the teacher over the kept classes, renormalised; the student in the same order
+    student_cols = [0] + [new.index[base.chars[c - 1]] for c in kept[1:]]
+    pt = teacher_logits[..., kept].softmax(-1)
+    q = student.detach().softmax(-1)[..., student_cols]
+    want = (pt * (pt.log() - q.log())).sum(-1).mean()
+    assert float(loss.detach()) == pytest.approx(float(want), rel=1e-4)
     loss.backward()
     assert torch.isfinite(student.grad).all()

@@ -296,6 +296,10 @@ def open_dataset(path: str | os.PathLike, charset: Charset | None = None, max_la
     if os.path.isfile(os.path.join(path, "data.mdb")):
         return LmdbDataset(path, charset, max_label_length, transform)
     lmdbs = find_lmdbs(path)
+    if lmdbs and os.path.isfile(os.path.join(path, "gt.txt")):  # which one the user means is not ours to guess
+        raise DatasetError(f"{path}: holds a gt.txt and {len(lmdbs)} LMDB(s) below it ({lmdbs[0]}"
+                           f"{', ...' if len(lmdbs) > 1 else ''}); name one: {os.path.join(path, 'gt.txt')} for "
+                           "the folder's labelled images, or the LMDB folder(s) themselves")
     if lmdbs:
         return ConcatTextDataset([LmdbDataset(p, charset, max_label_length, transform) for p in lmdbs])
     if os.path.isfile(os.path.join(path, "gt.txt")):

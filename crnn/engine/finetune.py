@@ -116,8 +116,8 @@ def generate_base_style(cfg: Config, progress: bool) -> None:
         generate_lmdb(path, num, seed=seed, workers=cfg.data.synth_workers, progress=progress, opts=opts)
 
 
-READING_KEYS = ("height", "keep_ratio", "width", "min_width", "max_width", "width_step", "pad", "interpolation",
-                "mean", "std")
+READING_KEYS = ("height", "keep_ratio", "width", "min_width", "max_width", "width_step", "read_width_scale", "pad",
+                "interpolation", "mean", "std")
 
 
 def reading_changes(stored: dict | None, cfg: Config) -> list[str]:
@@ -133,7 +133,8 @@ def reading_changes(stored: dict | None, cfg: Config) -> list[str]:
     was = {k: data.get(k, getattr(default, k)) for k in READING_KEYS}
     keys = [k for k in READING_KEYS
             if not (k == "width" and was["keep_ratio"] and now.keep_ratio)
-            and not (k in ("min_width", "max_width", "width_step") and not (was["keep_ratio"] or now.keep_ratio))]
+            and not (k in ("min_width", "max_width", "width_step", "read_width_scale")
+                     and not (was["keep_ratio"] or now.keep_ratio))]
     return [f"data.{k} {_shown(was[k])} -> {_shown(getattr(now, k))}" for k in keys if was[k] != getattr(now, k)]
 
 
@@ -386,18 +387,31 @@ class BaseTeacher:
 
         self.model, self.alpha, self.new_alpha = model, alpha, new_alpha
         rows, _ = _source_rows(base_charset, charset)  # student class -> base class (None: new character)
-        fold = torch.full((charset.num_classes, base_charset.num_classes), float("-inf"))
-        for j, src in enumerate(rows):
-            if src is not None:
-                fold[j, src] = 0.0
+        pairs = [(j, src) for j, src in enumerate(rows) if src is not None]
         # base classes no student row reads (characters the new alphabet dropped) are left out of both distributions,
         # the teacher's renormalised over the rest (else log q = -inf there: an infinite KL, NaN gradients); None:
         # every base class is kept
-        used = torch.isfinite(fold).any(0)  # [K_base]
-        self.kept = None if bool(used.all()) else used.nonzero().flatten()
-        self.fold = fold if self.kept is None else fold[:, self.kept]  # [K, K_base']: log of the 0/1 folding matrix
+        used = sorted({src for _, src in pairs})
+        self.kept = None if len(used) == base_charset.num_classes else torch.tensor(used, dtype=torch.long)
+        column = {src: i for i, src in enumerate(used)}
+        # the fold as two index vectors, never a [K, K_base] matrix (6,895 x 6,895 for a Chinese start; its
+        # log-sum-exp over [B, T, K, K_base] would be hundreds of GB): student row rows[i] counts for the kept base
+        # class cols[i] (two rows for one class where case is folded; rows of new characters are in neither)
+        self.rows = torch.tensor([j for j, _ in pairs], dtype=torch.long)
+        self.cols = torch.tensor([column[src] for _, src in pairs], dtype=torch.long)
+        self.num_cols = len(used)
         self.base_charset = base_charset
         self.known = set(base_charset.chars)
+
+    def fold(self, student: torch.Tensor) -> torch.Tensor:
+        """Log-probabilities [b, T, K] over the new alphabet -> [b, T, Kb'] over the kept base classes: for each,
+        the log-sum-exp of the student rows that count for it (shifted by the group's max, so exact and finite)."""
+        s = student.index_select(-1, self.rows.to(student.device))  # [b, T, K'] the rows with a base class
+        cols = self.cols.to(student.device).expand_as(s)
+        shape = (*s.shape[:-1], self.num_cols)
+        top = s.new_full(shape, float("-inf")).scatter_reduce(-1, cols, s, "amax").detach()  # [b, T, Kb']
+        total = s.new_zeros(shape).scatter_add(-1, cols, (s - top.gather(-1, cols)).exp())
+        return top + total.log()
 
     def reads(self, label: str) -> bool:
         """Whether the starting model could read ``label`` (every character in its alphabet, case folded where it
@@ -418,8 +432,7 @@ class BaseTeacher:
         with torch.no_grad():
             teacher = self.model(images.index_select(0, idx)).float().log_softmax(-1)  # [b, T, Kb]
         student = logits.index_select(0, idx.to(logits.device)).float().log_softmax(-1)  # [b, T, K]
-        fold = self.fold.to(student.device)
-        folded = torch.logsumexp(student.unsqueeze(-1) + fold, dim=-2)  # [b, T, Kb']: log of the folded probs
+        folded = self.fold(student)  # [b, T, Kb']: log of the folded probs
         if self.kept is not None:  # the teacher over the base classes the new alphabet keeps, renormalised
             teacher = teacher.to(student.device).index_select(-1, self.kept.to(student.device))
             teacher = teacher - torch.logsumexp(teacher, dim=-1, keepdim=True)
