@@ -111,17 +111,22 @@ def test_missing_real_crops_is_a_one_line_error_and_nothing_written(tmp_path: Pa
     assert not (tmp_path / "out").exists()
 
 
+def _tiny_checkpoint(path: Path, alphabet: str) -> Path:
+    """A seeded, untrained vgg_small (hidden 16) of ``alphabet``, saved as the trainer saves one."""
+    cs = Charset.from_spec(alphabet)
+    cfg = Config()
+    cfg.model.hidden = 16
+    torch.manual_seed(0)
+    save_checkpoint(model_checkpoint(build_model("vgg_small", 1, cs.num_classes, 16), cfg, cs), path)
+    return path
+
+
 def test_table_differences_are_paired_against_the_first_model(real: Path, tmp_path: Path, capsys) -> None:
     """The same weights twice: every difference 0 with nothing lost or gained; the locked slice only with
     --unlock; an extra set with its own protocol."""
     _script("forgetting_sets").main(["--data", str(real), "--out", str(tmp_path / "sets")])
     capsys.readouterr()
-    cs = Charset.from_spec("alnum36")
-    cfg = Config()
-    cfg.model.hidden = 16
-    torch.manual_seed(0)
-    ckpt = tmp_path / "m.pt"
-    save_checkpoint(model_checkpoint(build_model("vgg_small", 1, cs.num_classes, 16), cfg, cs), ckpt)
+    ckpt = _tiny_checkpoint(tmp_path / "m.pt", "alnum36")
     table = _script("forgetting_table")
     out = tmp_path / "t.json"
     args = ["--sets", str(tmp_path / "sets"), "--weights", f"base={ckpt}", "--weights", f"again={ckpt}",
@@ -196,12 +201,7 @@ def test_table_scores_a_set_under_two_protocols_from_one_reading(real: Path, tmp
     assert [s["name"] for s in table.load_sets(str(tmp_path / "sets"), False, [])][:1] == ["en_dev"]  # as before
     with pytest.raises(SystemExit, match="unknown metric protocol 'exakt'"):
         table.load_sets(None, False, [f"x={real / 'svt_train'}:exakt"])
-    cs = Charset.from_spec("printable95")
-    cfg = Config()
-    cfg.model.hidden = 16
-    torch.manual_seed(0)
-    ckpt = tmp_path / "m.pt"
-    save_checkpoint(model_checkpoint(build_model("vgg_small", 1, cs.num_classes, 16), cfg, cs), ckpt)
+    ckpt = _tiny_checkpoint(tmp_path / "m.pt", "printable95")
     out = tmp_path / "t.json"
     capsys.readouterr()
     assert table.main(["--sets", str(tmp_path / "sets"), "--protocol", "exact", "--protocol", "alnum-insensitive",
