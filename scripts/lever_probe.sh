@@ -4,6 +4,7 @@
 #   bash scripts/lever_probe.sh NAME STEPS key=value [key=value ...]   # e.g. elastic 4000 data.synth_elastic=0.3
 #   bash scripts/lever_probe.sh --dry-run NAME STEPS key=value ...      # print the two commands, run nothing
 #   bash scripts/lever_probe.sh --val trad_print NAME STEPS key=value ... # the lever arm validates on a second set
+#   AMP=bf16 bash scripts/lever_probe.sh NAME STEPS key=value ...       # both arms in one precision, not measured
 # Both arms: configs/shipped_zh.yaml from weights/crnn_zh_lines.pt (weights only, a fresh optimizer), a constant
 # learning rate of 2e-4 after 100 warm-up steps, STEPS steps, validation every STEPS/4 steps on the 1,200 lines of the
 # development faces (data/zh_faces/dev_print, scripts/zh_benchmark.py builds it). The base arm
@@ -41,8 +42,11 @@ for kv in "$@"; do
 done
 PACK=weights/crnn_zh_lines.pt
 DEV=data/zh_faces/dev_print
+# AMP: the arms' precision (default auto: measured at each arm's start, which a loaded machine can tip; pin it,
+# e.g. AMP=bf16, when anything else runs); the two arms must train in the same one (checked below)
 COMMON=(--config configs/shipped_zh.yaml "train.init_weights=$PACK" train.resume=none "train.steps=$STEPS"
-        train.schedule=constant train.lr=2.0e-4 train.warmup_steps=100 "train.val_every=$((STEPS / 4))")
+        train.schedule=constant train.lr=2.0e-4 train.warmup_steps=100 "train.val_every=$((STEPS / 4))"
+        "train.amp=${AMP:-auto}")
 SECOND=${EXTRA:+data/zh_faces/$EXTRA}
 NP=${NPROC:-2}  # processes (x 32 lines a batch): arms are comparable only at the same count
 BASE=runs/probe/base_${STEPS}_n$NP
@@ -71,6 +75,12 @@ done
 run "$BASE" "$DEV"
 run "$ARM" "$DEV${SECOND:+,$SECOND}" "$@"
 [ -n "$DRY" ] && exit 0
+precision() { grep -m1 -o "train.amp=[a-z0-9]* -> [a-z0-9]*\|mixed precision: [a-z0-9]*" "$1/train.log" || echo "as set"; }
+if [ "$(precision "$BASE")" != "$(precision "$ARM")" ]; then
+  echo "lever_probe: the arms trained in different precisions ($BASE: $(precision "$BASE"); $ARM:" \
+    "$(precision "$ARM")); rerun both with AMP=bf16 or AMP=off" >&2
+  exit 1
+fi
 echo "development faces (print damage, 1,200 lines): CER at each validation"
 printf "step\tbase\t%s (%s)\n" "$NAME" "$*"
 join -t $'\t' <(awk -F'\t' -v d="$DEV" '$5 == d {print $1 "\t" $6}' "$BASE/curve.tsv" | sort) \

@@ -8,9 +8,9 @@ REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "lever_probe.sh"
 
 
-def _run(*args: str, nproc: str = "2") -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, cwd=REPO, timeout=60,
-                          env={"PATH": "/usr/bin:/bin", "NPROC": nproc})
+def _run(*args: str, nproc: str = "2", amp: str | None = None) -> subprocess.CompletedProcess:
+    env = {"PATH": "/usr/bin:/bin", "NPROC": nproc, **({"AMP": amp} if amp else {})}
+    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, cwd=REPO, timeout=60, env=env)
 
 
 def test_the_arms_differ_only_by_the_lever_and_share_the_base():
@@ -48,3 +48,12 @@ def test_a_second_validation_set_goes_to_the_lever_arm_only():
     assert arm.endswith("train.output_dir=runs/probe/trad_n2 model.charset=zh_gb2312_trad data.synth_traditional=0.2")
     for args in (("--val",), ("--val", "a b", "x", "4000", "a=b"), ("--val", "../x", "x", "4000", "a=b")):
         assert _run(*args).returncode == 2, args
+
+
+def test_both_arms_train_in_the_precision_asked_for():
+    """AMP pins both arms' precision (a loaded machine can tip train.amp=auto's start-up measurement one way for one
+    arm and the other way for the other); unset, both measure it (auto)."""
+    base, arm = _run("--dry-run", "elastic", "2000", "data.synth_elastic=0.3", amp="bf16").stdout.splitlines()
+    assert "train.amp=bf16" in base.split() and "train.amp=bf16" in arm.split()
+    base, arm = _run("--dry-run", "elastic", "2000", "data.synth_elastic=0.3").stdout.splitlines()
+    assert "train.amp=auto" in base.split() and "train.amp=auto" in arm.split()
