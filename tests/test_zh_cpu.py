@@ -510,6 +510,7 @@ def test_shipped_recipe_is_the_cpu_one():
                                 "data/zh_bench/dev_print"]  # issue 43's development faces; never the final ones
     assert cfg.train.protocol == "unicode"
     assert 0 < cfg.data.synth_squeeze <= 1 and 0 < cfg.data.synth_weight <= 1 and 0 < cfg.data.synth_jitter <= 1
+    assert cfg.data.synth_elastic == 0.3  # the lever measured alone (lever_probe.sh), kept from step 122,511
 
 
 def test_plot_curve_draws_both_panels_and_names_a_missing_set(tmp_path, capsys):
