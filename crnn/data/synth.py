@@ -854,3 +854,26 @@ class SynthDataset:
         data, label = make_sample(i, self.seed, self.fonts, self.opts)
         img: Any = Image.open(io.BytesIO(data)).convert("RGB")
         return (self.transform(img) if self.transform else img), label
+
+
+def synth_options(cfg: Any, style: str = "default") -> "SynthOptions":
+    """What a config's rendered training data is (``cfg``: a crnn Config, read for ``model.charset`` and
+    ``data.*``): English words (defaults), or text lines of model.charset beyond ASCII. The trainer renders this, and
+    fine-tuning's ``data.rehearsal_style: base`` renders it from the config stored in the starting checkpoint."""
+    from crnn.data.words import text_mode
+
+    lines = SynthOptions(charset=cfg.model.charset, height=cfg.data.height, max_len=cfg.data.max_label_length,
+                         text="lines", style=style, line_len=cfg.data.synth_line_len,
+                         uniform_share=cfg.data.synth_uniform_share, mixed_fonts=cfg.data.synth_mixed_fonts,
+                         squeeze=cfg.data.synth_squeeze, weight=cfg.data.synth_weight, jitter=cfg.data.synth_jitter,
+                         photos=cfg.data.synth_photos, elastic=cfg.data.synth_elastic,
+                         traditional=cfg.data.synth_traditional)
+    if text_mode(SynthOptions(charset=cfg.model.charset)) == "lines":
+        return lines
+    d = cfg.data
+    levers = dict(squeeze=d.synth_squeeze, weight=d.synth_weight, jitter=d.synth_jitter, photos=d.synth_photos,
+                  signs=d.synth_signs, street=d.synth_street, elastic=d.synth_elastic, traditional=d.synth_traditional)
+    if not any(levers.values()):
+        return SynthOptions(text="words", style=style)  # the English recipes before the levers: the same bytes
+    # a case-sensitive alphabet with a space (printable95) keeps phrases and case in its labels
+    return SynthOptions(text="words", style=style, charset=cfg.model.charset, max_len=d.max_label_length, **levers)

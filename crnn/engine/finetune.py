@@ -73,7 +73,7 @@ def start_synth_options(cfg: Config):
     in it. A start without a stored config, or one trained on stored LMDBs (whose style its config does not say), is
     a TrainingError naming the styles to use instead."""
     from crnn.engine.checkpoint import CheckpointError, load_checkpoint, stored_config
-    from crnn.engine.trainer import synth_options  # the trainer's own: the words the start was rendered
+    from crnn.data.synth import synth_options  # the trainer's own: the words the start was rendered
 
     path = cfg.train.init_weights
     if not path:

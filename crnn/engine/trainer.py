@@ -30,6 +30,7 @@ from crnn.engine.finetune import (KEPT_METRICS, ValSets, base_protocol, build_ba
                                   check_freeze, cnn_frozen, forgetting_report, freeze_bn_statistics,
                                   generate_base_style, reading_changes, set_cnn_frozen, training_sources,
                                   validate_base, build_teacher, write_interpolated)
+from crnn.data.synth import synth_options  # noqa: F401 (re-exported: the trainer's data, for tests and tools)
 from crnn.engine.health import Health
 from crnn.engine.optim import build_optimizer, build_scaler, build_scheduler, lr_factor  # noqa: F401 (re-exported)
 from crnn.engine.reporting import (STOP_SIGNALS, Meter, StopFlag, _fmt_time, log_extra_protocols, log_validation,
@@ -65,28 +66,6 @@ def prepare_data(cfg: Config) -> None:
                  "" if style == "default" else f", style {style}")
         generate_lmdb(path, num, seed=seed, workers=d.synth_workers, progress=D.is_main_process(), opts=opts)
     generate_base_style(cfg, D.is_main_process())  # rehearsal data and base-domain held-out sets (fine-tuning)
-
-
-def synth_options(cfg: Config, style: str = "default"):
-    """What data.synth_num makes: English words (defaults), or text lines of model.charset beyond ASCII."""
-    from crnn.data.synth import SynthOptions
-    from crnn.data.words import text_mode
-
-    lines = SynthOptions(charset=cfg.model.charset, height=cfg.data.height, max_len=cfg.data.max_label_length,
-                         text="lines", style=style, line_len=cfg.data.synth_line_len,
-                         uniform_share=cfg.data.synth_uniform_share, mixed_fonts=cfg.data.synth_mixed_fonts,
-                         squeeze=cfg.data.synth_squeeze, weight=cfg.data.synth_weight, jitter=cfg.data.synth_jitter,
-                         photos=cfg.data.synth_photos, elastic=cfg.data.synth_elastic,
-                         traditional=cfg.data.synth_traditional)
-    if text_mode(SynthOptions(charset=cfg.model.charset)) == "lines":
-        return lines
-    d = cfg.data
-    levers = dict(squeeze=d.synth_squeeze, weight=d.synth_weight, jitter=d.synth_jitter, photos=d.synth_photos,
-                  signs=d.synth_signs, street=d.synth_street, elastic=d.synth_elastic, traditional=d.synth_traditional)
-    if not any(levers.values()):
-        return SynthOptions(text="words", style=style)  # the English recipes before the levers: the same bytes
-    # a case-sensitive alphabet with a space (printable95) keeps phrases and case in its labels
-    return SynthOptions(text="words", style=style, charset=cfg.model.charset, max_len=d.max_label_length, **levers)
 
 
 def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
