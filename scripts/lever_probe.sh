@@ -10,8 +10,10 @@
 # development faces (data/zh_faces/dev_print, scripts/zh_benchmark.py builds it). The base arm
 # (runs/probe/base_STEPS_nNPROC) is run once and shared by every probe of that length and process count; the lever
 # arm is runs/probe/NAME_nNPROC. Ends with both arms' CER on
-# the development faces at every validation, side by side. Never beside another CPU-heavy job (the arms would not see
-# the same machine); on a GPU the two arms take minutes (NPROC=1).
+# the development faces at every validation, side by side. A finished arm is kept while the pack, the config and its
+# command are the ones it was trained from (its probe.stamp), trained again when any differs. PROBE_DIR: where the
+# arms live (runs/probe). Never beside another CPU-heavy job (the arms would not see the same machine); on a GPU the
+# two arms take minutes (NPROC=1).
 # --val SET: the lever arm also validates on data/zh_faces/SET (a set of scripts/zh_benchmark.py, built there with
 # 1,200 lines), e.g. trad_print for model.charset=zh_gb2312_trad: what the lever gains where the base arm cannot be
 # scored (its alphabet lacks those labels' characters), beside what it costs on the development faces. Validation
@@ -49,23 +51,39 @@ COMMON=(--config configs/shipped_zh.yaml "train.init_weights=$PACK" train.resume
         "train.amp=${AMP:-auto}")
 SECOND=${EXTRA:+data/zh_faces/$EXTRA}
 NP=${NPROC:-2}  # processes (x 32 lines a batch): arms are comparable only at the same count
-BASE=runs/probe/base_${STEPS}_n$NP
-ARM=runs/probe/${NAME}_n$NP
+PROBES=${PROBE_DIR:-runs/probe}
+BASE=$PROBES/base_${STEPS}_n$NP
+ARM=$PROBES/${NAME}_n$NP
+# what an arm was trained from: the pack's and the config's contents and the arm's command line. A finished arm is
+# kept only when its stamp matches: after a sitting packs new weights, or the recipe changes (as when a lever is
+# kept), the shared base arm is trained again instead of being compared, silently, with a lever arm from another start
+stamp() {
+  printf 'pack %s\nconfig %s\ncommand %s\n' "$(sha256sum "$PACK" 2>/dev/null | cut -c1-16)" \
+    "$(sha256sum configs/shipped_zh.yaml | cut -c1-16)" "$*"
+}
 run() {  # OUT VALS [overrides...]: one arm, unless its curve already has the last row
   local out=$1 vals=$2
   shift 2
   local cmd=(scripts/train_ddp.sh --nproc "$NP" "${COMMON[@]}" "data.val=[$vals]" "train.output_dir=$out" "$@")
-  if [ -n "$DRY" ]; then echo "${cmd[*]}"; return; fi
-  # done: the last step's row of its last validation set
+  local want
+  want=$(stamp "${cmd[*]}")
+  # done: the last step's row of its last validation set, from this pack, config and command
   if [ -f "$out/curve.tsv" ] && awk -F'\t' -v s="$STEPS" -v d="${vals##*,}" '$1 == s && $5 == d' "$out/curve.tsv" \
       | grep -q .; then
-    echo "lever_probe: $out is done (step $STEPS in its curve); kept"
-    return
+    if [ "$(cat "$out/probe.stamp" 2>/dev/null)" == "$want" ]; then
+      echo "lever_probe: $out is done (step $STEPS in its curve, same pack, config and command); kept" >&2
+      [ -n "$DRY" ] && echo "${cmd[*]}"
+      return
+    fi
+    echo "lever_probe: $out was trained from another pack, config or command than now ($out/probe.stamp); it is" \
+      "trained again" >&2
   fi
+  if [ -n "$DRY" ]; then echo "${cmd[*]}"; return; fi
   rm -rf "$out"
   mkdir -p "$out"
   echo "lever_probe: $out ($STEPS steps): log in $out/train.log"
   "${cmd[@]}" > "$out/train.log" 2>&1 || { echo "lever_probe: $out failed; see $out/train.log" >&2; exit 1; }
+  echo "$want" > "$out/probe.stamp"
 }
 for set in dev_print $EXTRA; do
   if [ -z "$DRY" ] && [ ! -f "data/zh_faces/$set/gt.txt" ]; then

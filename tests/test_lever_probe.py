@@ -57,3 +57,38 @@ def test_both_arms_train_in_the_precision_asked_for():
     assert "train.amp=bf16" in base.split() and "train.amp=bf16" in arm.split()
     base, arm = _run("--dry-run", "elastic", "2000", "data.synth_elastic=0.3").stdout.splitlines()
     assert "train.amp=auto" in base.split() and "train.amp=auto" in arm.split()
+
+
+def _finished(arm: Path, steps: int, stamp: str | None) -> None:
+    arm.mkdir(parents=True)
+    (arm / "curve.tsv").write_text(f"step\tlines_seen\tcpu_seconds\twall_seconds\tset\tcer\tword_acc\n"
+                                   f"{steps}\t1\t1\t1\tdata/zh_faces/dev_print\t0.1\t0.5\n")
+    if stamp is not None:
+        (arm / "probe.stamp").write_text(stamp)
+
+
+def test_a_finished_arm_is_kept_only_while_its_pack_config_and_command_are_the_same(tmp_path):
+    """The shared base arm outlives a sitting's new pack and a kept lever's config change; comparing a new lever arm
+    with it then would measure the pack or the recipe, not the lever. Its stamp says what it was trained from."""
+    import hashlib
+
+    def sha(path: Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+    env = {"PATH": "/usr/bin:/bin", "NPROC": "2", "PROBE_DIR": str(tmp_path)}
+    args = ["bash", str(SCRIPT), "--dry-run", "squeeze", "2000", "data.synth_squeeze=0.5"]
+    fresh = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=60, env=env)
+    assert fresh.returncode == 0 and fresh.stderr == "", fresh.stderr
+    base_cmd = fresh.stdout.splitlines()[0]
+    assert f"train.output_dir={tmp_path}/base_2000_n2" in base_cmd.split()
+    stamp = (f"pack {sha(REPO / 'weights' / 'crnn_zh_lines.pt')}\nconfig {sha(REPO / 'configs' / 'shipped_zh.yaml')}\n"
+             f"command {base_cmd}\n")
+    _finished(tmp_path / "base_2000_n2", 2000, stamp)
+    _finished(tmp_path / "squeeze_n2", 2000, stamp.replace("pack ", "pack 0"))  # another pack
+    r = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=60, env=env)
+    assert r.returncode == 0 and r.stdout == fresh.stdout
+    assert f"{tmp_path}/base_2000_n2 is done" in r.stderr and "kept" in r.stderr
+    assert f"{tmp_path}/squeeze_n2 was trained from another pack, config or command" in r.stderr
+    (tmp_path / "base_2000_n2" / "probe.stamp").unlink()  # arms from before stamps: trained again
+    r = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=60, env=env)
+    assert f"{tmp_path}/base_2000_n2 was trained from another" in r.stderr
