@@ -171,7 +171,7 @@ class Recognizer:
     def __init__(self, weights: str | os.PathLike | None = None, *, device: str = "auto", decoder: str | None = None,
                  beam_width: int = 10, lexicon: str | os.PathLike | Sequence[str] | None = None,
                  batch_size: int = 64, amp: str = "off", config: str | os.PathLike | None = None,
-                 charset: str | None = None) -> None:
+                 charset: str | None = None, vertical: str = "warn") -> None:
         """Load ``weights``: a checkpoint path or a shipped model's name (None or "en" = English words in printable
         ASCII with case, "en_alnum36" = the former default, lower-case 0-9a-z at 32x100, "zh" = Chinese text lines;
         a path that exists wins over a name). The options are those of crnn-predict.
@@ -179,7 +179,9 @@ class Recognizer:
         ``device``: auto | cpu | cuda | cuda:N. ``decoder``: greedy | beam (default: beam when a lexicon is given,
         else greedy). ``lexicon``: a word-list file (one word per line) or a list of words; the answer is then the
         most likely lexicon word. ``amp``: off | bf16 | fp16. ``config`` (a YAML file) and ``charset`` are only needed
-        for a bare state dict that stores neither.
+        for a bare state dict that stores neither. ``vertical``, for crops at least twice as tall as wide (vertical
+        text?): warn (read them as they are, with a VerticalWarning), stack (lay their stacked characters side by
+        side, top first, then read: Chinese and Japanese signs), off (read them as they are).
         """
         from crnn.engine.checkpoint import load_checkpoint
         from crnn.infer import Recognizer as Engine
@@ -196,16 +198,16 @@ class Recognizer:
         self._engine = Engine.from_checkpoint(
             ckpt, device, amp, config=fallback_config, charset=fallback_charset,
             decoder=decoder or ("beam" if words is not None else "greedy"), beam_width=beam_width,
-            lexicon=words, batch_size=batch_size)
+            lexicon=words, batch_size=batch_size, vertical=vertical)
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike, *, device: str = "auto", decoder: str | None = None,
                         beam_width: int = 10, lexicon: str | os.PathLike | Sequence[str] | None = None,
                         batch_size: int = 64, amp: str = "off", config: str | os.PathLike | None = None,
-                        charset: str | None = None) -> "Recognizer":
+                        charset: str | None = None, vertical: str = "warn") -> "Recognizer":
         """A Recognizer for any checkpoint this product reads (e.g. ``runs/x/best.pt``); options as in __init__."""
         return cls(path, device=device, decoder=decoder, beam_width=beam_width, lexicon=lexicon,
-                   batch_size=batch_size, amp=amp, config=config, charset=charset)
+                   batch_size=batch_size, amp=amp, config=config, charset=charset, vertical=vertical)
 
     @property
     def device(self) -> torch.device:

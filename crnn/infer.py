@@ -31,6 +31,7 @@ from crnn.charset import Charset
 from crnn.config import Config, load_config
 from crnn.data.collate import read_at_own_width, split_by_width  # noqa: F401 (public here too)
 from crnn.data.transforms import INFER_MAX_WIDTH, ResizeNormalize
+from crnn.data.vertical import VERTICAL_MODES, is_vertical, stack_to_lines, vertical_note
 from crnn.decode import DECODE_METHODS, decode
 from crnn.engine.checkpoint import Checkpoint, build_from_checkpoint, load_checkpoint
 from crnn.engine.evaluate import autocast_context
@@ -39,8 +40,8 @@ from crnn.model import CRNN, fuse_conv_bn
 __all__ = ["Recognizer", "Prediction", "InferenceError", "ImageReadError", "AMP_MODES", "IMAGE_EXTENSIONS",
            "resolve_device", "load_image", "width_batches", "split_by_width", "read_at_own_width", "default_weights",
            "fallback_spec", "read_lexicon", "WEIGHTS_BY_NAME", "WEIGHTS_READS", "weights_folder", "resolve_weights",
-           "shipped_names_help", "INFER_MAX_WIDTH", "SqueezeWarning", "FallbackWeightsWarning", "find_images",
-           "expand_inputs"]
+           "shipped_names_help", "INFER_MAX_WIDTH", "SqueezeWarning", "VerticalWarning", "VerticalCandidates",
+           "FallbackWeightsWarning", "find_images", "expand_inputs"]
 
 AMP_MODES = ("off", "bf16", "fp16")
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pbm", ".pgm", ".ppm")
@@ -106,6 +107,15 @@ class FallbackWeightsWarning(UserWarning):
 
 class SqueezeWarning(UserWarning):
     """A keep-ratio line wider than the inference cap was squeezed to it (fewer time steps than its width asks)."""
+
+
+class VerticalWarning(UserWarning):
+    """A crop much taller than wide (vertical text?) was read as it is (``vertical="warn"``, the default)."""
+
+
+class VerticalCandidates(tuple):
+    """The preprocessed tensors of one vertical crop, one per way of laying its stacked characters side by side
+    (``vertical="stack"``): all are read, the most confident reading is the crop's."""
 
 
 def weights_folder() -> Path:
@@ -266,7 +276,7 @@ class Recognizer:
     def __init__(self, model: CRNN, charset: Charset, config: Config, device: torch.device | str = "cpu", *,
                  amp: str = "off", decoder: str = "greedy", beam_width: int = 10,
                  lexicon: Sequence[str] | None = None, batch_size: int = 64,
-                 max_width: int = INFER_MAX_WIDTH) -> None:
+                 max_width: int = INFER_MAX_WIDTH, vertical: str = "warn") -> None:
         if amp not in AMP_MODES:
             raise InferenceError(f"amp must be one of {', '.join(AMP_MODES)}, got {amp!r}")
         if decoder not in DECODE_METHODS:
@@ -275,6 +285,9 @@ class Recognizer:
             raise InferenceError("a lexicon needs the beam decoder; add --decoder beam")
         if batch_size < 1 or beam_width < 1:
             raise InferenceError(f"batch_size and beam_width must be >= 1, got {batch_size} and {beam_width}")
+        if vertical not in VERTICAL_MODES:
+            raise InferenceError(f"vertical must be one of {', '.join(VERTICAL_MODES)}, got {vertical!r}")
+        self.vertical = vertical
         self.device = torch.device(device)
         if amp == "fp16" and self.device.type != "cuda":
             raise InferenceError("amp=fp16 needs CUDA; use bf16 on CPU")
@@ -303,7 +316,18 @@ class Recognizer:
         return cls(model, cs, cfg, dev, amp=amp, **kw)
 
     def preprocess(self, image: Image.Image, where: str = "an image") -> torch.Tensor:
-        """PIL image -> normalised ``[C, H, W]`` tensor as in training; SqueezeWarning when a line is squeezed."""
+        """PIL image -> normalised ``[C, H, W]`` tensor as in training; SqueezeWarning when a line is squeezed.
+
+        A crop at least twice as tall as wide (vertical text?): read as it is with a VerticalWarning (``vertical``
+        warn), as it is (off), or (stack) its stacked characters laid side by side, a :class:`VerticalCandidates`
+        of the ways to cut it (crnn.data.vertical), of which predict_tensors keeps the most confident reading."""
+        if self.vertical != "off" and is_vertical(*image.size):
+            if self.vertical == "warn":
+                warnings.warn(f"{where}: {vertical_note(*image.size)}", VerticalWarning, stacklevel=2)
+            else:
+                lines = stack_to_lines(image)
+                if len(lines) > 1 or lines[0] is not image:
+                    return VerticalCandidates(self.preprocess(line, where) for line in lines)  # type: ignore[return-value]
         note = self.squeeze_note(*image.size)
         if note:
             warnings.warn(f"{where}: {note}", SqueezeWarning, stacklevel=2)
@@ -328,19 +352,26 @@ class Recognizer:
         return decode(logits.float(), self.charset, method=self.decoder, **kw)
 
     def predict_tensors(self, tensors: Sequence[torch.Tensor]) -> list[tuple[str, float]]:
-        """Preprocessed ``[C, H, W]`` tensors -> (text, confidence) in input order, batched by width."""
+        """Preprocessed ``[C, H, W]`` tensors -> (text, confidence) in input order, batched by width; of a
+        :class:`VerticalCandidates`, the most confident reading (the first of equals)."""
+        flat = [(i, t) for i, item in enumerate(tensors)
+                for t in (item if isinstance(item, VerticalCandidates) else (item,))]
+        res: list[tuple[str, float] | None] = [None] * len(flat)
+        for idx in width_batches([t.shape[-1] for _, t in flat], self.batch_size):
+            batch = torch.stack([flat[j][1] for j in idx])  # (B, C, H, W)
+            for j, r in zip(idx, self.forward_batch(batch)):
+                res[j] = r
         out: list[tuple[str, float] | None] = [None] * len(tensors)
-        for idx in width_batches([t.shape[-1] for t in tensors], self.batch_size):
-            batch = torch.stack([tensors[i] for i in idx])  # (B, C, H, W)
-            for i, res in zip(idx, self.forward_batch(batch)):
-                out[i] = res
+        for (i, _), r in zip(flat, res):
+            if out[i] is None or r[1] > out[i][1]:  # type: ignore[index]
+                out[i] = r
         return out  # type: ignore[return-value]
 
     def predict_images(self, images: Sequence[Image.Image]) -> list[tuple[str, float]]:
         """PIL images -> (text, confidence) in input order."""
         return self.predict_tensors([self.preprocess(img) for img in images])
 
-    def _load(self, path: str) -> torch.Tensor | str:
+    def _load(self, path: str) -> torch.Tensor | VerticalCandidates | str:
         """Preprocessed tensor of one file, or the error text."""
         try:
             return self.preprocess(load_image(path), path)
@@ -363,7 +394,7 @@ class Recognizer:
 
     def _predict_loaded(self, names: list[str], loaded: list[torch.Tensor | str]) -> Iterator[Prediction]:
         """Predictions for one chunk of already loaded files."""
-        ok = [i for i, x in enumerate(loaded) if isinstance(x, torch.Tensor)]
+        ok = [i for i, x in enumerate(loaded) if not isinstance(x, str)]  # a tensor, or VerticalCandidates
         results = dict(zip(ok, self.predict_tensors([loaded[i] for i in ok])))
         for i, name in enumerate(names):
             if i in results:

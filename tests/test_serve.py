@@ -673,3 +673,17 @@ def test_cli_refuses_bad_settings_with_one_line(tmp_path, capsys):
     with pytest.raises(ServeError, match="--max-queue"):
         crnn.serve("en", port=0, max_queue=1, max_images=2)
     assert "serve" in crnn.__all__ and crnn.serve is crnn.api.serve
+
+
+@pytest.mark.slow
+def test_a_tall_crop_is_read_with_the_vertical_text_warning(servers, word_files):
+    """The service reads a crop at least twice as tall as wide as it is and says so in the reading, as crnn-predict
+    warns on stderr; other crops carry no warning."""
+    buf = io.BytesIO()
+    Image.new("RGB", (40, 200), "white").save(buf, format="PNG")
+    status, answer = servers["main"].read([("tall.png", buf.getvalue()), (word_files[0].name,
+                                                                          word_files[0].read_bytes())])
+    assert status == 200, answer
+    tall, word = answer["readings"]
+    assert tall["warning"].startswith("40x200 image is 5.0x taller than wide: vertical text?")
+    assert "warning" not in word

@@ -22,7 +22,9 @@ output, one line per image in input order:
   text:  PATH<TAB>PREDICTION<TAB>CONFIDENCE     (an unreadable image: PATH<TAB><TAB>, reason on stderr)
   json:  {"path": ..., "text": ..., "confidence": ...}   (+ "error" when the image could not be read)
 A keep-ratio model (en, zh) reads a line at its own width (up to 4096 px after resizing to the model's height);
-a wider line is squeezed to that, with a warning on stderr.
+a wider line is squeezed to that, with a warning on stderr. A crop at least twice as tall as wide (vertical text?) is
+read as it is with a warning, unless --vertical says otherwise:
+  crnn-predict --weights zh --vertical stack sign.jpg   (characters stacked top to bottom, read top first)
 exit codes: 0 all predicted, 1 some images could not be read, 2 bad arguments / weights / inputs.
 """
 
@@ -33,6 +35,7 @@ class UsageError(ValueError):
 
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of crnn-predict."""
+    from crnn.data.vertical import VERTICAL_MODES
     from crnn.infer import AMP_MODES, shipped_names_help
 
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, epilog=EPILOG,
@@ -49,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     p.add_argument("--amp", choices=AMP_MODES, default="off",
                    help="autocast: off (default), bf16 (CPU or CUDA), fp16 (CUDA only)")
+    p.add_argument("--vertical", choices=VERTICAL_MODES, default="warn",
+                   help="crops at least twice as tall as wide: warn (read as they are, with a warning; default), "
+                        "stack (lay the stacked characters side by side, top first, then read), off (read as they are)")
     p.add_argument("--config", help="YAML config for a bare state dict that stores none (model + data geometry)")
     p.add_argument("--charset", help="charset for a bare state dict (alnum36, digits, printable94, printable95, a file, chars)")
     return p
@@ -68,7 +74,7 @@ def load_recognizer(args: argparse.Namespace):
     lexicon = read_lexicon(args.lexicon) if args.lexicon else None
     return Recognizer.from_checkpoint(ckpt, args.device, args.amp, config=config, charset=charset,
                                       decoder=args.decoder, beam_width=args.beam_width, lexicon=lexicon,
-                                      batch_size=args.batch_size)
+                                      batch_size=args.batch_size, vertical=args.vertical)
 
 
 def _progress(preds: Iterator, total: int) -> Iterator:
@@ -122,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         with warnings.catch_warnings():
-            warnings.showwarning = _one_line_warning  # a squeezed long line: one line on stderr
+            warnings.showwarning = _one_line_warning  # a squeezed long line, a tall crop: one line on stderr
             preds = _progress(recognizer.predict_paths(paths), len(paths))
             failed = write_predictions(preds, args.format, sys.stdout, sys.stderr)
         sys.stdout.flush()

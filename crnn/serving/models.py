@@ -74,8 +74,11 @@ class ModelSlot:
                 "device": str(self.engine.device), "decoders": ["greedy", "beam"]}
 
     def prepare(self, image: Image.Image) -> tuple[torch.Tensor, str]:
-        """PIL image -> the model's ``[C, H, W]`` input as crnn-predict makes it, and the squeeze note ("" if none)."""
-        return self.engine.transform(image), self.engine.squeeze_note(*image.size)
+        """PIL image -> the model's ``[C, H, W]`` input as crnn-predict makes it, and the squeeze or vertical-text
+        note ("" if none): the service reads a tall crop as it is and says so, as crnn-predict does by default."""
+        from crnn.data.vertical import vertical_note
+
+        return self.engine.transform(image), self.engine.squeeze_note(*image.size) or vertical_note(*image.size)
 
     @torch.inference_mode()
     def forward(self, images: torch.Tensor) -> torch.Tensor:

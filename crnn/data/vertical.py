@@ -1,0 +1,141 @@
+"""Vertical text: characters stacked top to bottom (Chinese and Japanese signs, book spines, shop fronts).
+
+CRNN reads a horizontal line left to right; a tall crop squeezed to 32 px high comes out as a few pixels of width and
+a wrong answer with no error. :func:`is_vertical` says when a crop looks like a column of characters, and
+:func:`stack_to_line` cuts such a column at the empty rows between its characters and lays the characters side by
+side, upright, as a horizontal line (``crnn.Recognizer(..., vertical="stack")``, ``crnn-predict --vertical stack``).
+Text turned sideways (Latin along a spine, read after a quarter turn of the head) is a rotation, not a stack: rotate
+such crops before reading.
+"""
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image
+
+VERTICAL_RATIO = 2.0  # a crop this many times taller than wide (or more) looks like a column of characters
+VERTICAL_MODES = ("warn", "stack", "off")  # warn: read as given and say so; stack: re-lay, then read; off: as given
+
+
+def is_vertical(width: int, height: int) -> bool:
+    """True for a crop at least :data:`VERTICAL_RATIO` times taller than wide."""
+    return height >= VERTICAL_RATIO * max(width, 1)
+
+
+def vertical_note(width: int, height: int) -> str:
+    """The warning for a tall crop read as given ("" when it is not tall)."""
+    if not is_vertical(width, height):
+        return ""
+    return (f"{width}x{height} image is {height / max(width, 1):.1f}x taller than wide: vertical text? crnn reads "
+            f"horizontal lines; read characters stacked top to bottom with vertical='stack' (crnn-predict --vertical "
+            f"stack), rotate text that runs sideways, or pass vertical='off' to read it as it is")
+
+
+def _ink(gray: np.ndarray) -> np.ndarray:
+    """Boolean ink mask: Otsu's threshold, ink on the side away from the border's median (dark or light text)."""
+    hist = np.bincount(gray.ravel(), minlength=256).astype(np.float64)
+    total = hist.sum()
+    omega = np.cumsum(hist) / total
+    mu = np.cumsum(hist * np.arange(256)) / total
+    with np.errstate(divide="ignore", invalid="ignore"):
+        between = (mu[-1] * omega - mu) ** 2 / (omega * (1 - omega))
+    t = int(np.nanargmax(between)) if np.isfinite(between).any() else 127
+    border = np.concatenate([gray[0], gray[-1], gray[:, 0], gray[:, -1]])
+    return gray <= t if np.median(border) > t else gray > t
+
+
+def _runs(ink: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]], int]:
+    """(ink per row, runs [start, end) of rows with ink, the column's ink width)."""
+    rows = ink.sum(axis=1).astype(np.float64)
+    cols = np.flatnonzero(ink.sum(axis=0) > max(1, 0.02 * ink.shape[0]))
+    if cols.size == 0:
+        return rows, [], 0
+    width = max(4, int(cols[-1] - cols[0] + 1))
+    on = np.concatenate([[False], rows > 0, [False]])
+    edges = np.flatnonzero(on[1:] != on[:-1])
+    return rows, list(zip(edges[::2].tolist(), edges[1::2].tolist())), width
+
+
+def _square_groups(runs: list[tuple[int, int]], pitch: float) -> list[tuple[int, int]]:
+    """The runs grouped into characters that fit in 1.15 squares of side ``pitch`` and come nearest a square (a
+    character drawn in pieces - 二, 卜 - stays whole); a group of touching characters is cut into squares."""
+    def cost(a: int, b: int) -> float:
+        h = (b - a) / pitch
+        return max(0.0, 0.8 - h) ** 2 + max(0.0, h - 1.0) ** 2
+
+    best, back = [0.0] + [float("inf")] * len(runs), [0] * (len(runs) + 1)
+    for j in range(1, len(runs) + 1):
+        for i in range(j, 0, -1):
+            a, b = runs[i - 1][0], runs[j - 1][1]
+            if i < j and b - a > 1.15 * pitch:
+                break
+            c = best[i - 1] + cost(a, b)
+            if c < best[j]:
+                best[j], back[j] = c, i - 1
+    groups, j = [], len(runs)
+    while j > 0:
+        a, b = runs[back[j]][0], runs[j - 1][1]
+        n = max(1, round((b - a) / pitch)) if b - a >= 1.6 * pitch else 1
+        groups[:0] = [(a + (b - a) * k // n, a + (b - a) * (k + 1) // n) for k in range(n)]
+        j = back[j]
+    return groups
+
+
+def _grid_groups(rows: np.ndarray, runs: list[tuple[int, int]], width: int) -> list[tuple[int, int]]:
+    """Cuts at one regular pitch (vertical CJK advances every character by the same amount): of the pitches 0.95-2
+    times the column's ink width and every phase, the cuts that cross the least ink and lie deepest in the gaps
+    (none where every set of cuts crosses more ink than gap)."""
+    first, last = runs[0][0], runs[-1][1]
+    idx = np.arange(len(rows))
+    before = np.maximum.accumulate(np.where(rows > 0, idx, -10**6))
+    after = np.minimum.accumulate(np.where(rows > 0, idx, 10**6)[::-1])[::-1]
+    depth = np.minimum(idx - before, after - idx).astype(np.float64)  # rows to the nearest ink (0 on ink)
+    best, best_score = None, 0.0  # no cut at all, unless cuts find more gap than ink
+    for pitch in np.arange(0.95 * width, 2.0 * width + 0.5, 0.5):
+        for phase in np.arange(1.0, pitch, 1.0):
+            r = np.arange(first + phase, last - 1, pitch).astype(int)
+            if r.size == 0:
+                continue
+            score = (np.minimum(depth[r], pitch / 4) - rows[r]).sum()
+            if score > best_score:
+                best, best_score = r, score
+    edges = [first, *(best.tolist() if best is not None else []), last]
+    return [(a, b) for a, b in zip(edges, edges[1:]) if rows[a:b].sum() > 0]
+
+
+def cell_candidates(image: Image.Image) -> list[list[tuple[int, int]]]:
+    """Ways to cut a column into its stacked characters (row ranges, top first), distinct, at most two: where the
+    empty rows alone cannot say (三二一 or ＝二二?), the recogniser's confidence chooses (crnn.infer): characters
+    grouped to come nearest squares of the column's width, and cuts at one regular pitch."""
+    rows, runs, width = _runs(_ink(np.asarray(image.convert("L"))))
+    if not runs:
+        return []
+    out: list[list[tuple[int, int]]] = []
+    for cells in (_square_groups(runs, width), _grid_groups(rows, runs, width)):
+        if len(cells) >= 2 and cells not in out:
+            out.append(cells)
+    return out
+
+
+def stack_cells(image: Image.Image, cells: list[tuple[int, int]]) -> Image.Image:
+    """The rows ``cells`` of ``image`` side by side, upright, left to right, on the border's colour."""
+    rgb = image.convert("RGB")
+    arr = np.asarray(rgb)
+    h, w = arr.shape[:2]
+    pitch = max(b - a for a, b in cells)
+    pad, gap = max(1, pitch // 10), max(1, pitch // 6)
+    border = np.concatenate([arr[0], arr[-1], arr[:, 0], arr[:, -1]])
+    bg = tuple(int(v) for v in np.median(border, axis=0))
+    out_h = pitch + 2 * pad
+    line = Image.new("RGB", (len(cells) * (w + gap) + gap, out_h), bg)
+    x = gap
+    for a, b in cells:
+        piece = rgb.crop((0, max(0, a - pad), w, min(h, b + pad)))
+        line.paste(piece, (x, (out_h - piece.height) // 2))
+        x += w + gap
+    return line
+
+
+def stack_to_lines(image: Image.Image) -> list[Image.Image]:
+    """A column of stacked characters -> horizontal lines of the same characters, upright, top first: one per way of
+    cutting it (:func:`cell_candidates`); ``[image]`` when no way finds two characters."""
+    return [stack_cells(image, cells) for cells in cell_candidates(image)] or [image]

@@ -1,0 +1,96 @@
+"""Vertical text: a crop at least twice as tall as wide is read as it is with a warning (the default), read with its
+stacked characters laid side by side (vertical="stack"), or read as it is in silence (off)."""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+import crnn
+from crnn.cli import predict as predict_cli
+from crnn.data.vertical import cell_candidates, is_vertical, stack_cells
+from crnn.infer import InferenceError, VerticalWarning
+
+NOTO_CJK = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
+needs_cjk = pytest.mark.skipif(not NOTO_CJK.is_file(), reason="needs fonts-noto-cjk (scripts/setup.sh)")
+
+
+def column(text: str, step: float = 1.1, fill="black", bg="white", size: int = 40) -> Image.Image:
+    """``text`` set top to bottom, one character every ``step`` ems, as vertical signs set it."""
+    font = ImageFont.truetype(str(NOTO_CJK), size)
+    im = Image.new("RGB", (size + 20, int(len(text) * size * step) + 30), bg)
+    draw = ImageDraw.Draw(im)
+    for i, ch in enumerate(text):
+        draw.text((10, 10 + int(i * size * step)), ch, font=font, fill=fill)
+    return im
+
+
+def test_a_crop_twice_as_tall_as_wide_is_vertical():
+    assert is_vertical(40, 80) and is_vertical(10, 300) and not is_vertical(40, 79) and not is_vertical(300, 40)
+
+
+def test_cells_keep_a_character_drawn_in_pieces_whole():
+    """Three squares stacked, the middle one two bars with a gap (as 二 is drawn): three cells, the middle one whole,
+    whichever way the gaps are read first."""
+    ink = np.full((130, 40), 255, np.uint8)
+    ink[5:35, 5:35] = 0
+    ink[48:56, 5:35] = 0
+    ink[70:78, 5:35] = 0  # the second piece of the middle square
+    ink[92:122, 5:35] = 0
+    cands = cell_candidates(Image.fromarray(ink))
+    assert cands and cands[0] == [(5, 35), (48, 78), (92, 122)]
+    line = stack_cells(Image.fromarray(ink), cands[0])
+    assert line.height < line.width and line.mode == "RGB"
+
+
+def test_one_character_or_none_is_no_column():
+    blank = Image.new("RGB", (30, 200), "white")
+    assert cell_candidates(blank) == []
+    one = Image.new("RGB", (30, 200), "white")
+    ImageDraw.Draw(one).rectangle((5, 80, 25, 100), fill="black")
+    assert cell_candidates(one) == []
+
+
+def test_a_tall_crop_is_read_as_it_is_with_a_warning_naming_it():
+    rec = crnn.Recognizer("en")
+    tall = Image.new("RGB", (40, 300), "white")
+    with pytest.warns(VerticalWarning, match=r"image 0: 40x300 image is 7\.5x taller than wide: vertical text\?"):
+        rec.read([tall])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", VerticalWarning)
+        crnn.Recognizer("en", vertical="off").read(tall)
+        rec.read(Image.new("RGB", (40, 79), "white"))  # not twice as tall: no warning
+    with pytest.raises(InferenceError, match="vertical must be one of warn, stack, off, got 'sideways'"):
+        crnn.Recognizer("en", vertical="sideways")
+
+
+@needs_cjk
+def test_stacked_chinese_reads_top_first_where_as_it_is_it_reads_nothing_right():
+    """Clean vertical lines of the shipped Chinese model: stacked, each reads exactly; as they are, none does. The
+    cases: characters in pieces (三二一, 二三) whose gaps are wider than those between characters, white on red,
+    characters set tight (0.95 em) and wide apart (1.8 em)."""
+    cases = [("中文识别三二一", {}), ("北京烤鸭店", {"fill": "white", "bg": (150, 20, 20)}),
+             ("二三四五六", {"step": 1.0}), ("天下第一面馆", {"step": 0.95}), ("花园酒店", {"step": 1.8})]
+    images = [column(text, **kw) for text, kw in cases]
+    stack = crnn.Recognizer("zh", vertical="stack")
+    assert [r.text for r in stack.read(images)] == [text for text, _ in cases]
+    assert [stack.read(im).text for im in images] == [text for text, _ in cases]  # one by one: the same
+    with pytest.warns(VerticalWarning):
+        as_is = crnn.Recognizer("zh").read(images)
+    assert not any(r.text == text for r, (text, _) in zip(as_is, cases))
+
+
+@needs_cjk
+def test_crnn_predict_vertical_stack_and_the_default_warning(tmp_path, capsys):
+    path = tmp_path / "sign.png"
+    column("北京烤鸭店").save(path)
+    assert predict_cli.main(["--weights", "zh", "--vertical", "stack", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert out.split("\t")[:2] == [str(path), "北京烤鸭店"] and err == ""
+    assert predict_cli.main(["--weights", "zh", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith(f"crnn-predict: warning: {path}: 60x250 image is 4.2x taller than wide: vertical text?")
+    assert "--vertical stack" in err and len(err.splitlines()) == 1
