@@ -153,3 +153,58 @@ def test_label_format_option_errors(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.startswith("crnn-create-lmdb: error: ") and expected in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "o").exists()
+
+
+def test_mmocr_textrecog_json_and_its_older_json_lines(tmp_path, capsys):
+    """mmocr 1.x's textrecog_train.json (data_list of img_path + one instance's text) and mmocr 0.x's JSON lines:
+    the labels as written (spaces, Chinese), bad entries named by number, the good ones written."""
+    import json
+
+    root = _folder(tmp_path / "f", [])
+    doc = {"metainfo": {"dataset_type": "TextRecogDataset", "task_name": "textrecog"},
+           "data_list": [{"img_path": "IMG/0.png", "instances": [{"text": "GRAND Hotel"}]},
+                         {"img_path": "IMG/1.png", "instances": [{"text": "中文"}, {"text": "x"}]},
+                         {"instances": [{"text": "no path"}]},
+                         {"img_path": "IMG/9.png", "instances": [{"text": "missing"}]},
+                         {"img_path": "IMG/2.png", "instances": [{"text": "中文"}]}]}
+    gt = root / "textrecog_train.json"
+    gt.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    out = tmp_path / "mm.lmdb"
+    assert main(["--images", str(root), "--gt", str(gt), "--gt-format", "mmocr", "--out", str(out), "--quiet"]) == 1
+    cap = capsys.readouterr()
+    assert cap.err.splitlines() == [
+        f"{gt}: entry 2: 'IMG/1.png' has 2 instances; a recognition entry holds one instance with its text",
+        f"{gt}: entry 3: no \"img_path\" text in the entry",
+        f"{gt}: entry 4: cannot read image 'IMG/9.png' (No such file or directory)"]
+    assert cap.out.startswith(f"{gt}: 2 good, 3 bad, wrote 2 samples")
+    assert _labels(out) == ["GRAND Hotel", "中文"]
+
+    lines = root / "train_label.jsonl"
+    lines.write_text('{"filename": "IMG/0.png", "text": "OpenMMLab"}\n\n{"filename": "IMG/2.png", "text": "MMOCR"}\n'
+                     '{"filename": "IMG/1.png"}\n', encoding="utf-8")
+    out2 = tmp_path / "mm0.lmdb"
+    assert main(["--images", str(root), "--gt", str(lines), "--gt-format", "mmocr", "--out", str(out2),
+                 "--quiet"]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"{lines}:4: expected {{\"filename\": ..., \"text\": ...}} with text values"]
+    assert _labels(out2) == ["OpenMMLab", "MMOCR"]
+
+
+def test_doctr_labels_json_and_a_file_of_another_layout(tmp_path, capsys):
+    import json
+
+    root = _folder(tmp_path / "f", ["IMG/0.png\tgood"])
+    gt = root / "labels.json"
+    gt.write_text(json.dumps({"IMG/0.png": "Hello, World!", "IMG/1.png": 7, "IMG/2.png": "ok"}), encoding="utf-8")
+    out = tmp_path / "d.lmdb"
+    assert main(["--images", str(root), "--gt", str(gt), "--gt-format", "doctr", "--out", str(out), "--quiet"]) == 1
+    assert capsys.readouterr().err.splitlines() == [f"{gt}: entry 2: the label of 'IMG/1.png' is int, not text"]
+    assert _labels(out) == ["Hello, World!", "ok"]
+    # a tab gt.txt given as JSON, a doctr file given as mmocr: one line naming the file and the layout, nothing written
+    for path, kind, expected in [(root / "gt.txt", "doctr", "not JSON (Expecting value at line 1 column 1)"),
+                                 (gt, "mmocr", "no \"data_list\" list; --gt-format mmocr reads mmocr's textrecog")]:
+        assert main(["--images", str(root), "--gt", str(path), "--gt-format", kind, "--out", str(tmp_path / "n"),
+                     "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"crnn-create-lmdb: error: {path}: {expected}") and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "n").exists() and not list(tmp_path.glob("n.tmp*"))

@@ -14,10 +14,16 @@ EPILOG = """label file layouts (--gt-format):
   space    relative/path label                          (the label may contain spaces, the path may not)
   indices  20455828_2605100732.jpg 263 82 29 56 ...     (each number a 0-based line of --alphabet FILE, whose
            line 0 is its 'blank' placeholder: the Sierkinhane/CRNN_Chinese_Characters_Rec layout)
+  mmocr    mmocr 1.x textrecog JSON: {"data_list": [{"img_path": "...", "instances": [{"text": "..."}]}, ...]},
+           or mmocr 0.x JSON lines: {"filename": "...", "text": "..."} per line
+  doctr    doctr's labels.json: {"img_name.jpg": "label", ...} (RecognitionDataset)
+  (JSON layouts: a bad entry is reported as FILE: entry N: reason; paths are relative to --images)
 examples:
   crnn-create-lmdb --images imgs/ --gt train.txt --gt-format space --out data/train.lmdb
   crnn-create-lmdb --images images/ --gt data_train.txt --gt-format indices --alphabet char_std_5990.txt \\
       --out data/train.lmdb
+  crnn-create-lmdb --images data/svt --gt data/svt/textrecog_train.json --gt-format mmocr --out data/svt.lmdb
+  crnn-create-lmdb --images train/images --gt train/labels.json --gt-format doctr --out data/train.lmdb
 """
 
 
@@ -31,7 +37,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--images", required=True, help="folder that the gt.txt image paths are relative to")
     p.add_argument("--gt", help="ground-truth file (default: IMAGES/gt.txt)")
     p.add_argument("--gt-format", choices=GT_FORMATS, default="tab",
-                   help="label file layout: tab (default), space, or indices (needs --alphabet)")
+                   help="label file layout: tab (default), space, indices (needs --alphabet), mmocr or doctr (JSON)")
     p.add_argument("--alphabet", help="alphabet file the indices of --gt-format indices refer to (0-based lines)")
     p.add_argument("--alphabet-encoding", default="auto",
                    help="encoding of --alphabet (default: auto = BOM, UTF-8, then GB18030)")

@@ -6,14 +6,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from crnn.data.datasets import DatasetError, decode_image
-from crnn.data.label_files import LabelFormat
+from crnn.data.label_files import JSON_FORMATS, LabelFormat
 from crnn.data.lmdb_io import write_lmdb
 from crnn.progress import track
 
 
 @dataclass
 class BadLine:
-    """A ``gt.txt`` line that was not written, and why."""
+    """A ``gt.txt`` line (or a JSON label file's entry) that was not written, and why."""
 
     lineno: int
     reason: str
@@ -27,9 +27,12 @@ class BuildReport:
     good: int = 0
     bad: list[BadLine] = field(default_factory=list)
     written: int = 0
+    unit: str = "line"  # what numbers the samples: line, or entry (a JSON label file's list or object)
 
     def bad_lines(self) -> list[str]:
-        """Bad lines as ``gt.txt:LINE: reason`` strings."""
+        """Bad lines as ``gt.txt:LINE: reason`` strings (``labels.json: entry N: reason`` for JSON entries)."""
+        if self.unit == "entry":
+            return [f"{self.gt}: entry {b.lineno}: {b.reason}" for b in self.bad]
         return [f"{self.gt}:{b.lineno}: {b.reason}" for b in self.bad]
 
     def summary(self) -> str:
@@ -74,30 +77,40 @@ def build_lmdb(images: str | os.PathLike, gt: str | os.PathLike, out: str | os.P
 def _valid_samples(images: str, gt: str, report: BuildReport, strict: bool, progress: bool,
                    fmt: LabelFormat) -> Iterator[tuple[bytes, str]]:
     """Yield ``(image bytes, label)`` for good lines; record bad ones in ``report``."""
-    with open(gt, "rb") as f:
-        lines = f.readlines()
-    for lineno, raw in enumerate(track(lines, desc="validate", unit="line", enabled=progress), 1):
-        try:
-            sample, reason = _check_line(raw, lineno, gt, images, fmt)
-        except DatasetError as e:
-            sample, reason = None, str(e).split(f"{gt}:{lineno}: ", 1)[-1]
+    if fmt.kind in JSON_FORMATS:
+        report.unit, entries = fmt.entries(gt)
+        checked = ((n, _check_sample(rel, label, images) if rel is not None else (None, label))
+                   for n, rel, label in track(entries, desc="validate", unit=report.unit, enabled=progress))
+    else:
+        with open(gt, "rb") as f:
+            lines = f.readlines()
+        checked = ((lineno, _check_raw(raw, lineno, gt, images, fmt))
+                   for lineno, raw in enumerate(track(lines, desc="validate", unit="line", enabled=progress), 1))
+    for lineno, (sample, reason) in checked:
         if sample is not None:
             report.good += 1
             yield sample
         elif reason:
             report.bad.append(BadLine(lineno, reason))
     if strict and report.bad:
-        raise BuildAborted(f"{gt}: {len(report.bad)} bad line(s) and --strict given; nothing written", report)
+        raise BuildAborted(f"{gt}: {len(report.bad)} bad {report.unit}(s) and --strict given; nothing written",
+                           report)
     if report.good == 0:
-        raise BuildAborted(f"{gt}: no valid samples ({len(report.bad)} bad line(s)); nothing written", report)
+        raise BuildAborted(f"{gt}: no valid samples ({len(report.bad)} bad {report.unit}(s)); nothing written", report)
 
 
-def _check_line(raw: bytes, lineno: int, gt: str, images: str,
-                fmt: LabelFormat) -> tuple[tuple[bytes, str] | None, str]:
+def _check_raw(raw: bytes, lineno: int, gt: str, images: str,
+               fmt: LabelFormat) -> tuple[tuple[bytes, str] | None, str]:
     """Check one line: ``(sample, "")`` when good, ``(None, reason)`` when bad, ``(None, "")`` when blank."""
-    rel, label = fmt.parse(raw, lineno, gt)
-    if rel is None:
-        return None, ""
+    try:
+        rel, label = fmt.parse(raw, lineno, gt)
+    except DatasetError as e:
+        return None, str(e).split(f"{gt}:{lineno}: ", 1)[-1]
+    return (None, "") if rel is None else _check_sample(rel, label, images)
+
+
+def _check_sample(rel: str, label: str, images: str) -> tuple[tuple[bytes, str] | None, str]:
+    """Check one labelled image: ``(sample, "")`` when good, ``(None, reason)`` when bad."""
     if not label:
         return None, f"empty label for {rel!r}"
     path = os.path.join(images, rel)

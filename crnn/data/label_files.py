@@ -5,6 +5,11 @@
   (so labels may hold spaces; paths may not).
 - ``indices`` (Sierkinhane/CRNN_Chinese_Characters_Rec): ``20455828_2605100732.jpg 263 82 29 56 ...``, each number
   a 0-based line of the alphabet file (line 0 being its ``blank`` placeholder, which no label may use).
+- ``mmocr``: mmocr 1.x's ``textrecog_train.json`` (``{"metainfo": ..., "data_list": [{"img_path": ..., "instances":
+  [{"text": ...}]}, ...]}``), or mmocr 0.x's JSON lines (``{"filename": ..., "text": ...}`` per line).
+- ``doctr``: doctr's ``labels.json`` (``{"img_name.jpg": "label", ...}``, RecognitionDataset's layout).
+
+The JSON layouts are read whole and numbered by entry (``FILE: entry N: reason``), the others by line.
 
 Any text encoding Python knows (``gbk``/``gb18030`` for label files saved on Chinese Windows). Errors are
 :class:`~crnn.data.datasets.DatasetError` starting ``FILE:LINE:`` and saying how to fix the line.
@@ -12,13 +17,15 @@ Any text encoding Python knows (``gbk``/``gb18030`` for label files saved on Chi
 from __future__ import annotations
 
 import codecs
+import json
 import os
 from dataclasses import dataclass, field
 
 from crnn.alphabet_file import AlphabetFileError, read_alphabet_file
 from crnn.data.datasets import DatasetError, parse_gt_line
 
-GT_FORMATS = ("tab", "space", "indices")
+GT_FORMATS = ("tab", "space", "indices", "mmocr", "doctr")
+JSON_FORMATS = ("mmocr", "doctr")  # read whole, numbered by entry
 
 
 @dataclass
@@ -44,6 +51,70 @@ class LabelFormat:
         if self.kind == "space":
             return rel, rest
         return rel, self._indices_to_text(rest, lineno, gt)
+
+    def entries(self, gt: str) -> tuple[str, list[tuple[int, str | None, str]]]:
+        """A JSON layout's entries: what numbers them ("entry", or "line" for JSON lines) and, numbered from 1,
+        ``(n, relative path, label)``, or ``(n, None, reason)`` for one that holds no usable path and label. A file
+        that is not that layout raises DatasetError."""
+        with open(gt, "rb") as f:
+            raw = f.read()
+        try:
+            text = raw.decode(self.encoding).lstrip("\ufeff")
+        except UnicodeDecodeError:
+            raise DatasetError(f"{gt}: not valid {self.encoding}; check --encoding") from None
+        what = {"mmocr": "mmocr's textrecog JSON ({\"data_list\": [{\"img_path\", \"instances\": [{\"text\"}]}]}) "
+                         "or its JSON lines ({\"filename\", \"text\"} per line)",
+                "doctr": "doctr's labels.json ({\"img_name.jpg\": \"label\", ...})"}[self.kind]
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            if self.kind == "mmocr" and e.msg == "Extra data":  # mmocr 0.x: one JSON object per line
+                return "line", self._json_lines(text)
+            raise DatasetError(f"{gt}: not JSON ({e.msg} at line {e.lineno} column {e.colno}); --gt-format "
+                               f"{self.kind} reads {what}") from None
+        if self.kind == "doctr":
+            if not isinstance(doc, dict):
+                raise DatasetError(f"{gt}: a JSON {type(doc).__name__}, not an object; --gt-format doctr reads {what}")
+            return "entry", [(n, rel, label) if isinstance(label, str) else
+                             (n, None, f"the label of {rel!r} is {type(label).__name__}, not text")
+                             for n, (rel, label) in enumerate(doc.items(), 1)]
+        if isinstance(doc, dict) and isinstance(doc.get("data_list"), list):
+            return "entry", [self._mmocr_entry(n, item) for n, item in enumerate(doc["data_list"], 1)]
+        if isinstance(doc, dict) and {"filename", "text"} <= doc.keys():  # mmocr 0.x JSON lines, one line
+            return "line", self._json_lines(text)
+        raise DatasetError(f"{gt}: no \"data_list\" list; --gt-format mmocr reads {what}")
+
+    @staticmethod
+    def _mmocr_entry(n: int, item: object) -> tuple[int, str | None, str]:
+        """One ``data_list`` item of mmocr 1.x: one instance with its text."""
+        if not isinstance(item, dict) or not isinstance(item.get("img_path"), str):
+            return n, None, "no \"img_path\" text in the entry"
+        inst = item.get("instances")
+        if not isinstance(inst, list) or len(inst) != 1 or not isinstance(inst[0], dict) \
+                or not isinstance(inst[0].get("text"), str):
+            count = len(inst) if isinstance(inst, list) else 0
+            why = f"{count} instances" if count != 1 else "an instance without a \"text\""
+            return n, None, f"{item['img_path']!r} has {why}; a recognition entry holds one instance with its text"
+        return n, item["img_path"], inst[0]["text"]
+
+    @staticmethod
+    def _json_lines(text: str) -> list[tuple[int, str | None, str]]:
+        """mmocr 0.x: ``{"filename": ..., "text": ...}`` on each line (blank lines skipped), numbered by line."""
+        out: list[tuple[int, str | None, str]] = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                out.append((n, None, f"not JSON ({e.msg}); each line holds one {{\"filename\", \"text\"}} object"))
+                continue
+            if not isinstance(obj, dict) or not isinstance(obj.get("filename"), str) \
+                    or not isinstance(obj.get("text"), str):
+                out.append((n, None, "expected {\"filename\": ..., \"text\": ...} with text values"))
+                continue
+            out.append((n, obj["filename"], obj["text"]))
+        return out
 
     def _decode(self, raw: bytes, lineno: int, gt: str) -> str:
         """One line as text (a UTF-8 BOM on line 1 removed)."""
