@@ -676,14 +676,25 @@ def test_cli_refuses_bad_settings_with_one_line(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_a_tall_crop_is_read_with_the_vertical_text_warning(servers, word_files):
+def test_a_tall_crop_is_read_with_the_vertical_text_warning_or_stacked(servers, word_files):
     """The service reads a crop at least twice as tall as wide as it is and says so in the reading, as crnn-predict
-    warns on stderr; other crops carry no warning."""
+    warns on stderr; other crops carry no warning. vertical=stack reads its stacked letters side by side, as
+    crnn.Recognizer(vertical="stack") does; a bad value is a 400."""
+    from tests.test_vertical import stacked_letters
+
     buf = io.BytesIO()
-    Image.new("RGB", (40, 200), "white").save(buf, format="PNG")
-    status, answer = servers["main"].read([("tall.png", buf.getvalue()), (word_files[0].name,
-                                                                          word_files[0].read_bytes())])
+    stacked_letters("TAXI").save(buf, format="PNG")
+    files = [("taxi.png", buf.getvalue()), (word_files[0].name, word_files[0].read_bytes())]
+    status, answer = servers["main"].read(files)
     assert status == 200, answer
     tall, word = answer["readings"]
-    assert tall["warning"].startswith("40x200 image is 5.0x taller than wide: vertical text?")
+    assert tall["warning"].startswith("60x196 image is 3.3x taller than wide: vertical text?")
     assert "warning" not in word
+    status, answer = servers["main"].read(files, {"vertical": "stack"})
+    assert status == 200 and [r["text"] for r in answer["readings"]] == [
+        r.text for r in crnn.Recognizer("en", device="cpu", vertical="stack").read(
+            [stacked_letters("TAXI"), str(word_files[0])])]
+    assert answer["readings"][0]["text"] == "TAXI" and "warning" not in answer["readings"][0]
+    status, answer = servers["main"].read_json({"images": [base64.b64encode(files[0][1]).decode()],
+                                                "vertical": "sideways"})
+    assert status == 400 and answer["error"].startswith("vertical must be one of warn, stack, off")

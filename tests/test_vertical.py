@@ -15,6 +15,7 @@ from crnn.data.vertical import cell_candidates, is_vertical, stack_cells
 from crnn.infer import InferenceError, VerticalWarning
 
 NOTO_CJK = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
+DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
 needs_cjk = pytest.mark.skipif(not NOTO_CJK.is_file(), reason="needs fonts-noto-cjk (scripts/setup.sh)")
 
 
@@ -25,6 +26,16 @@ def column(text: str, step: float = 1.1, fill="black", bg="white", size: int = 4
     draw = ImageDraw.Draw(im)
     for i, ch in enumerate(text):
         draw.text((10, 10 + int(i * size * step)), ch, font=font, fill=fill)
+    return im
+
+
+def stacked_letters(text: str) -> Image.Image:
+    """Capital letters stacked top to bottom, each centred (a hotel or taxi sign)."""
+    font = ImageFont.truetype(str(DEJAVU), 36)
+    im = Image.new("RGB", (60, len(text) * 44 + 20), "white")
+    draw = ImageDraw.Draw(im)
+    for i, ch in enumerate(text):
+        draw.text(((60 - draw.textlength(ch, font=font)) / 2, 10 + i * 44), ch, font=font, fill="black")
     return im
 
 
@@ -81,6 +92,13 @@ def test_stacked_chinese_reads_top_first_where_as_it_is_it_reads_nothing_right()
     with pytest.warns(VerticalWarning):
         as_is = crnn.Recognizer("zh").read(images)
     assert not any(r.text == text for r, (text, _) in zip(as_is, cases))
+
+
+def test_stacked_latin_letters_read_as_a_word_not_letter_spaced():
+    """Each letter keeps its own width side by side (I and T a column's width apart would read as 'T A X I', the
+    English model's label for letter-spaced words)."""
+    words = ["HOTEL", "TAXI", "OPEN24"]
+    assert [r.text for r in crnn.Recognizer("en", vertical="stack").read([stacked_letters(w) for w in words])] == words
 
 
 @needs_cjk

@@ -126,18 +126,28 @@ def stack_cells(image: Image.Image, cells: list[tuple[int, int]]) -> Image.Image
     """The rows ``cells`` of ``image`` side by side, upright, left to right, on the border's colour."""
     rgb = image.convert("RGB")
     arr = np.asarray(rgb)
+    ink = _ink(np.asarray(rgb.convert("L")))
     h, w = arr.shape[:2]
     pitch = max(b - a for a, b in cells)
-    pad, gap = max(1, pitch // 10), max(1, pitch // 6)
+    pad, gap = max(1, pitch // 10), max(1, pitch // 8)
     border = np.concatenate([arr[0], arr[-1], arr[:, 0], arr[:, -1]])
     bg = tuple(int(v) for v in np.median(border, axis=0))
-    out_h = pitch + 2 * pad
-    line = Image.new("RGB", (len(cells) * (w + gap) + gap, out_h), bg)
-    x = gap
+    pieces = []
     for a, b in cells:
-        piece = rgb.crop((0, max(0, a - pad), w, min(h, b + pad)))
+        # a character's own width, at least 0.7 of the column's: narrow Latin letters (I, T) sit as in a word, not
+        # a column's width apart; a narrow Hanzi (丨, 卜) keeps room around it, as its square does in a line
+        cols = np.flatnonzero(ink[a:b].any(axis=0))
+        lo, hi = (int(cols[0]), int(cols[-1]) + 1) if cols.size else (0, w)
+        need = int(0.7 * pitch) - (hi - lo)
+        if need > 0:
+            lo, hi = max(0, lo - need // 2), min(w, hi + need - need // 2)
+        pieces.append(rgb.crop((max(0, lo - pad), max(0, a - pad), min(w, hi + pad), min(h, b + pad))))
+    out_h = pitch + 2 * pad
+    line = Image.new("RGB", (sum(p.width + gap for p in pieces) + gap, out_h), bg)
+    x = gap
+    for piece in pieces:
         line.paste(piece, (x, (out_h - piece.height) // 2))
-        x += w + gap
+        x += piece.width + gap
     return line
 
 

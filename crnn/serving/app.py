@@ -37,13 +37,16 @@ READ_BODY = {
                                                                                      "a lexicon)"},
             "beam_width": {"type": "integer", "minimum": 1, "maximum": payload.MAX_BEAM_WIDTH, "default": 10},
             "lexicon": {"type": "string", "description": "one word per line: answer the most likely word"},
-            "characters": {"type": "boolean", "description": "add per-character confidences"}}}},
+            "characters": {"type": "boolean", "description": "add per-character confidences"},
+            "vertical": {"type": "string", "enum": ["warn", "stack", "off"], "default": "warn",
+                         "description": "crops at least twice as tall as wide: read as they are with a warning, "
+                                        "stack their characters side by side (top first), or read as they are"}}}},
         "application/json": {"schema": {"type": "object", "required": ["images"], "properties": {
             "images": {"type": "array", "items": {"type": "string", "format": "byte"},
                        "description": "base64 image files"},
             "model": {"type": "string"}, "decoder": {"type": "string", "enum": ["greedy", "beam"]},
             "beam_width": {"type": "integer"}, "lexicon": {"type": "array", "items": {"type": "string"}},
-            "characters": {"type": "boolean"}}}},
+            "characters": {"type": "boolean"}, "vertical": {"type": "string", "enum": ["warn", "stack", "off"]}}}},
     },
 }
 READ_ANSWER = {"200": {"description": "one reading per image, in input order", "content": {"application/json": {

@@ -33,6 +33,7 @@ class ReadOptions:
     beam_width: int = 10
     lexicon: Lexicon | None = None
     characters: bool = False  # per-character confidences
+    vertical: str = "warn"  # crops at least twice as tall as wide: warn | stack | off (crnn-predict --vertical)
 
 
 def parse_weights(specs: list[str]) -> dict[str, str]:
@@ -73,12 +74,17 @@ class ModelSlot:
                 "classes": self.charset.num_classes, "channels": cfg.model.in_channels, **geometry,
                 "device": str(self.engine.device), "decoders": ["greedy", "beam"]}
 
-    def prepare(self, image: Image.Image) -> tuple[torch.Tensor, str]:
-        """PIL image -> the model's ``[C, H, W]`` input as crnn-predict makes it, and the squeeze or vertical-text
-        note ("" if none): the service reads a tall crop as it is and says so, as crnn-predict does by default."""
-        from crnn.data.vertical import vertical_note
+    def prepare(self, image: Image.Image, vertical: str = "warn") -> tuple[list[torch.Tensor], str]:
+        """PIL image -> the model's ``[C, H, W]`` inputs as crnn-predict makes them (one; of a tall crop with
+        ``vertical`` stack, one per way of laying its characters side by side, the most confident reading to be
+        kept), and the squeeze or vertical-text note ("" if none)."""
+        from crnn.data.vertical import is_vertical, stack_to_lines, vertical_note
 
-        return self.engine.transform(image), self.engine.squeeze_note(*image.size) or vertical_note(*image.size)
+        if vertical == "stack" and is_vertical(*image.size):
+            lines = stack_to_lines(image)
+            return [self.engine.transform(x) for x in lines], self.engine.squeeze_note(*lines[0].size)
+        note = self.engine.squeeze_note(*image.size) or (vertical_note(*image.size) if vertical == "warn" else "")
+        return [self.engine.transform(image)], note
 
     @torch.inference_mode()
     def forward(self, images: torch.Tensor) -> torch.Tensor:

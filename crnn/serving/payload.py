@@ -2,8 +2,8 @@
 
 Two shapes: multipart/form-data with one file field ``image`` per image (repeatable) and optional text fields, or
 JSON ``{"images": ["<base64>", ...], ...}``. The options are the same in both: ``model``, ``decoder`` (greedy | beam),
-``beam_width``, ``lexicon`` (JSON: a list of words; form: one word per line) and ``characters`` (per-character
-confidences).
+``beam_width``, ``lexicon`` (JSON: a list of words; form: one word per line), ``characters`` (per-character
+confidences) and ``vertical`` (crops at least twice as tall as wide: warn, stack or off, as crnn-predict --vertical).
 """
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
+from crnn.data.vertical import VERTICAL_MODES
 from crnn.decode import DECODE_METHODS
 from crnn.serving.errors import RequestError
 from crnn.serving.images import Limits
 from crnn.serving.models import ModelSlot, ReadOptions
 
-OPTION_KEYS = ("model", "decoder", "beam_width", "lexicon", "characters")
+OPTION_KEYS = ("model", "decoder", "beam_width", "lexicon", "characters", "vertical")
 MAX_BEAM_WIDTH = 100
 HOW = "send multipart form fields named 'image' (curl -F image=@word.png) or JSON {\"images\": [\"<base64>\", ...]}"
 
@@ -36,6 +37,7 @@ class ReadRequest:
     beam_width: object = 10
     lexicon: list[str] | None = None
     characters: object = False
+    vertical: object = "warn"
 
 
 async def parse(request: Request, limits: Limits) -> ReadRequest:
@@ -154,6 +156,9 @@ def read_options(req: ReadRequest, slot: ModelSlot, limits: Limits) -> ReadOptio
                                 f"got {req.beam_width!r}") from None
     if not isinstance(req.characters, bool):
         raise RequestError(400, f"characters must be true or false, got {req.characters!r}")
+    if req.vertical not in VERTICAL_MODES:
+        raise RequestError(400, f"vertical must be one of {', '.join(VERTICAL_MODES)} (crops at least twice as tall "
+                                f"as wide), got {req.vertical!r}")
     lexicon = None
     if req.lexicon is not None:
         words = [w.strip() for w in req.lexicon if w.strip()]
@@ -168,4 +173,4 @@ def read_options(req: ReadRequest, slot: ModelSlot, limits: Limits) -> ReadOptio
         if not len(lexicon):
             raise RequestError(400, f"none of the lexicon's {len(words)} words can be spelled with the alphabet of "
                                     f"model {slot.name!r}")
-    return ReadOptions(decoder, beam_width, lexicon, req.characters)
+    return ReadOptions(decoder, beam_width, lexicon, req.characters, str(req.vertical))

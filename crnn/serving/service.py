@@ -163,27 +163,31 @@ class Service:
         if not batcher.has_room(len(images)):
             raise self.busy_error(f"the queue of model {slot.name!r} is full ({batcher.queued} of "
                                   f"{batcher.max_queue} images waiting); retry after {RETRY_AFTER_S} s")
-        prepared = await loop.run_in_executor(self.decoding, self._prepare, slot, images)
+        prepared = await loop.run_in_executor(self.decoding, self._prepare, slot, images, opts.vertical)
         try:
-            futures += batcher.submit([t for t, _ in prepared])
+            futures += batcher.submit([t for tensors, _ in prepared for t in tensors])
         except QueueFull:
             raise self.busy_error(f"the queue of model {slot.name!r} is full ({batcher.max_queue} images "
                                   f"waiting); retry after {RETRY_AFTER_S} s") from None
         rows = await asyncio.gather(*futures)
-        readings = await loop.run_in_executor(self.decoding, self._decode, slot, rows, opts)
-        for reading, (_, note) in zip(readings, prepared):
+        decoded = iter(await loop.run_in_executor(self.decoding, self._decode, slot, rows, opts))
+        readings = []
+        for tensors, note in prepared:  # a stacked vertical crop: the most confident of its readings
+            reading = max([next(decoded) for _ in tensors], key=lambda r: r["confidence"])
             if note:
                 reading["warning"] = note
+            readings.append(reading)
         self.metrics.images.labels(slot.name).inc(len(images))
         return readings
 
-    def _prepare(self, slot: ModelSlot, images: list[tuple[str, bytes]]) -> list[tuple[torch.Tensor, str]]:
+    def _prepare(self, slot: ModelSlot, images: list[tuple[str, bytes]],
+                 vertical: str = "warn") -> list[tuple[list[torch.Tensor], str]]:
         """Decode and resize each image (decoding thread); the first bad one ends the request with its 4xx."""
         out = []
         for where, data in images:
             img = open_image(data, where, self.opts.limits)
             try:
-                out.append(slot.prepare(img))
+                out.append(slot.prepare(img, vertical))
             except Exception as e:  # an image mode or size the resize cannot take: the client's image
                 raise RequestError(400, f"{where}: cannot use this image ({e})") from None
         return out
