@@ -122,11 +122,12 @@ def cell_candidates(image: Image.Image) -> list[list[tuple[int, int]]]:
     return out
 
 
-def stack_cells(image: Image.Image, cells: list[tuple[int, int]]) -> Image.Image:
-    """The rows ``cells`` of ``image`` side by side, upright, left to right, on the border's colour."""
+def stack_cells(image: Image.Image, cells: list[tuple[int, int]], ink: np.ndarray | None = None) -> Image.Image:
+    """The rows ``cells`` of ``image`` side by side, upright, left to right, on the border's colour (``ink``: the
+    image's ink mask, when the caller has it)."""
     rgb = image.convert("RGB")
     arr = np.asarray(rgb)
-    ink = _ink(np.asarray(rgb.convert("L")))
+    ink = _ink(np.asarray(rgb.convert("L"))) if ink is None else ink
     h, w = arr.shape[:2]
     pitch = max(b - a for a, b in cells)
     pad, gap = max(1, pitch // 10), max(1, pitch // 8)
@@ -154,4 +155,6 @@ def stack_cells(image: Image.Image, cells: list[tuple[int, int]]) -> Image.Image
 def stack_to_lines(image: Image.Image) -> list[Image.Image]:
     """A column of stacked characters -> horizontal lines of the same characters, upright, top first: one per way of
     cutting it (:func:`cell_candidates`); ``[image]`` when no way finds two characters."""
-    return [stack_cells(image, cells) for cells in cell_candidates(image)] or [image]
+    candidates = cell_candidates(image)
+    ink = _ink(np.asarray(image.convert("L"))) if candidates else None
+    return [stack_cells(image, cells, ink) for cells in candidates] or [image]
