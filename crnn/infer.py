@@ -35,7 +35,7 @@ from crnn.data.vertical import VERTICAL_MODES, is_vertical, stack_to_lines, vert
 from crnn.decode import DECODE_METHODS, decode
 from crnn.engine.checkpoint import Checkpoint, build_from_checkpoint, load_checkpoint
 from crnn.engine.evaluate import autocast_context
-from crnn.model import CRNN, fuse_conv_bn
+from crnn.model import CRNN
 
 __all__ = ["Recognizer", "Prediction", "InferenceError", "ImageReadError", "AMP_MODES", "IMAGE_EXTENSIONS",
            "resolve_device", "load_image", "width_batches", "split_by_width", "read_at_own_width", "default_weights",
@@ -291,8 +291,7 @@ class Recognizer:
         self.device = torch.device(device)
         if amp == "fp16" and self.device.type != "cuda":
             raise InferenceError("amp=fp16 needs CUDA; use bf16 on CPU")
-        # read with BatchNorm folded into the convolutions (a copy: the caller's model keeps its layers and keys)
-        self.model = fuse_conv_bn(model.eval()).to(self.device)
+        self.model = model.to(self.device).eval()
         if self.device.type == "cpu":  # oneDNN's convolutions run faster on NHWC (benchmarks/README.md, bench_predict)
             self.model.to(memory_format=torch.channels_last)
         self.charset, self.config = charset, config

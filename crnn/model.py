@@ -217,28 +217,3 @@ def count_parameters(model: nn.Module) -> int:
     """Number of trainable parameters."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
-
-
-def fuse_conv_bn(model: CRNN) -> CRNN:
-    """A copy of ``model`` for reading (eval mode) with every BatchNorm that directly follows a convolution inside a
-    ``Sequential`` folded into that convolution's weights and bias: the same logits up to float rounding, one layer
-    less per block at every call. ``model`` itself is left as it was (its keys still load and save as trained)."""
-    import copy
-
-    from torch.nn.utils.fusion import fuse_conv_bn_eval
-
-    fused = copy.deepcopy(model).eval()
-    for seq in [m for m in fused.modules() if isinstance(m, nn.Sequential)]:
-        layers, out = list(seq), []
-        for layer in layers:
-            if isinstance(layer, nn.BatchNorm2d) and out and isinstance(out[-1], nn.Conv2d) \
-                    and layer.track_running_stats and layer.running_mean is not None:
-                out[-1] = fuse_conv_bn_eval(out[-1], layer)
-            else:
-                out.append(layer)
-        if len(out) < len(layers):
-            for name in list(seq._modules):
-                del seq._modules[name]
-            for i, layer in enumerate(out):
-                seq.add_module(str(i), layer)
-    return fused

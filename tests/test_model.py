@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from crnn.model import MIN_WIDTH, VARIANTS, build_model, count_parameters, fuse_conv_bn
+from crnn.model import MIN_WIDTH, VARIANTS, build_model, count_parameters
 
 
 def test_paper_model_size_and_length():
@@ -79,34 +79,3 @@ def test_model_parallel_place_hops_the_sequence_to_the_second_device():
         assert {p.device.type for m in (model.rnn1, model.rnn2, model.head) for p in m.parameters()} == {"meta"}
         y = model(x)  # (B, T, K) on the sequence model's device
     assert y.device.type == "meta" and y.shape == ref.shape
-
-
-@pytest.mark.parametrize("variant,bn", [("vgg_small", True), ("vgg_small_w8", True), ("resnet18", True),
-                                        ("vgg_small", False)])
-def test_reading_copy_folds_batch_norm_into_the_convolutions_and_leaves_the_model_as_it_was(variant, bn):
-    """Recognizer reads with fuse_conv_bn's copy: the same logits, no BatchNorm after a convolution in a Sequential,
-    and the trained model's layers, keys and values untouched (a Recognizer built on a live model must not change it)."""
-    torch.manual_seed(0)
-    model = build_model(variant, 1, 40, 32, batch_norm=bn)
-    with torch.no_grad():  # running statistics away from (0, 1), as after training
-        for m in model.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.5, 0.5)
-                m.running_var.uniform_(0.5, 2.0)
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.uniform_(-0.2, 0.2)
-    model.eval()
-    before = {k: v.clone() for k, v in model.state_dict().items()}
-    fused = fuse_conv_bn(model)
-    x = torch.randn(2, 1, 32, 100)
-    with torch.no_grad():
-        torch.testing.assert_close(fused(x), model(x), rtol=1e-4, atol=1e-4)
-    assert model.state_dict().keys() == before.keys()
-    assert all(torch.equal(model.state_dict()[k], v) for k, v in before.items())
-    n_bn = sum(isinstance(m, torch.nn.BatchNorm2d) for m in model.modules())
-    left = [(s, i) for s in fused.modules() if isinstance(s, torch.nn.Sequential)
-            for i in range(1, len(s)) if isinstance(s[i], torch.nn.BatchNorm2d) and isinstance(s[i - 1], torch.nn.Conv2d)]
-    assert left == []
-    if variant.startswith("vgg") and bn:
-        assert n_bn > 0 and not any(isinstance(m, torch.nn.BatchNorm2d) for m in fused.modules())
-    assert not fused.training and fused.output_length(100) == model.output_length(100)
