@@ -112,3 +112,16 @@ def test_crnn_predict_vertical_stack_and_the_default_warning(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert err.startswith(f"crnn-predict: warning: {path}: 60x250 image is 4.2x taller than wide: vertical text?")
     assert "--vertical stack" in err and len(err.splitlines()) == 1
+
+
+def test_the_vertical_yardstick_names_the_command_that_builds_a_missing_set(tmp_path):
+    """scripts/zh_vertical.py reads issue 43's face sets set top to bottom; without them it says how to build them."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "zh_vertical.py"
+    r = subprocess.run([sys.executable, str(script), "--sets", "dev_print", "--work", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == (f"zh_vertical: {tmp_path}/dev_print/gt.txt not found; build it: python "
+                                f"scripts/zh_benchmark.py --build-only --sets dev_print --num 1200 --work {tmp_path}")
