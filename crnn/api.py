@@ -181,7 +181,8 @@ class Recognizer:
         most likely lexicon word. ``amp``: off | bf16 | fp16. ``config`` (a YAML file) and ``charset`` are only needed
         for a bare state dict that stores neither. ``vertical``, for crops at least twice as tall as wide (vertical
         text?): warn (read them as they are, with a VerticalWarning), stack (lay their stacked characters side by
-        side, top first, then read: Chinese and Japanese signs), off (read them as they are).
+        side, top first, then read: Chinese and Japanese signs), rotate (a quarter turn each way: text running down
+        or up, as on book spines), auto (all of those; the most confident reading wins), off (read them as they are).
         """
         from crnn.engine.checkpoint import load_checkpoint
         from crnn.infer import Recognizer as Engine

@@ -31,7 +31,7 @@ from crnn.charset import Charset
 from crnn.config import Config, load_config
 from crnn.data.collate import read_at_own_width, split_by_width  # noqa: F401 (public here too)
 from crnn.data.transforms import INFER_MAX_WIDTH, ResizeNormalize
-from crnn.data.vertical import VERTICAL_MODES, is_vertical, stack_to_lines, vertical_note
+from crnn.data.vertical import VERTICAL_MODES, is_vertical, vertical_candidates, vertical_note
 from crnn.decode import DECODE_METHODS, decode
 from crnn.engine.checkpoint import Checkpoint, build_from_checkpoint, load_checkpoint
 from crnn.engine.evaluate import autocast_context
@@ -115,7 +115,7 @@ class VerticalWarning(UserWarning):
 
 class VerticalCandidates(tuple):
     """The preprocessed tensors of one vertical crop, one per way of laying its stacked characters side by side
-    (``vertical="stack"``): all are read, the most confident reading is the crop's."""
+    (``vertical`` stack, rotate or auto): all are read, the most confident reading is the crop's."""
 
 
 def weights_folder() -> Path:
@@ -318,15 +318,14 @@ class Recognizer:
         """PIL image -> normalised ``[C, H, W]`` tensor as in training; SqueezeWarning when a line is squeezed.
 
         A crop at least twice as tall as wide (vertical text?): read as it is with a VerticalWarning (``vertical``
-        warn), as it is (off), or (stack) its stacked characters laid side by side, a :class:`VerticalCandidates`
-        of the ways to cut it (crnn.data.vertical), of which predict_tensors keeps the most confident reading."""
-        if self.vertical != "off" and is_vertical(*image.size):
-            if self.vertical == "warn":
-                warnings.warn(f"{where}: {vertical_note(*image.size)}", VerticalWarning, stacklevel=2)
-            else:
-                lines = stack_to_lines(image)
-                if len(lines) > 1 or lines[0] is not image:
-                    return VerticalCandidates(self.preprocess(line, where) for line in lines)  # type: ignore[return-value]
+        warn), as it is (off), or as a :class:`VerticalCandidates` of horizontal lines (stack: its stacked characters
+        laid side by side, one per way to cut it; rotate: a quarter turn each way; auto: both;
+        crnn.data.vertical), of which predict_tensors keeps the most confident reading."""
+        if self.vertical == "warn" and is_vertical(*image.size):
+            warnings.warn(f"{where}: {vertical_note(*image.size)}", VerticalWarning, stacklevel=2)
+        lines = vertical_candidates(image, self.vertical)
+        if lines:
+            return VerticalCandidates(self.preprocess(line, where) for line in lines)  # type: ignore[return-value]
         note = self.squeeze_note(*image.size)
         if note:
             warnings.warn(f"{where}: {note}", SqueezeWarning, stacklevel=2)

@@ -697,4 +697,4 @@ def test_a_tall_crop_is_read_with_the_vertical_text_warning_or_stacked(servers, 
     assert answer["readings"][0]["text"] == "TAXI" and "warning" not in answer["readings"][0]
     status, answer = servers["main"].read_json({"images": [base64.b64encode(files[0][1]).decode()],
                                                 "vertical": "sideways"})
-    assert status == 400 and answer["error"].startswith("vertical must be one of warn, stack, off")
+    assert status == 400 and answer["error"].startswith("vertical must be one of warn, stack, rotate, auto, off")

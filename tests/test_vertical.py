@@ -74,7 +74,7 @@ def test_a_tall_crop_is_read_as_it_is_with_a_warning_naming_it():
         warnings.simplefilter("error", VerticalWarning)
         crnn.Recognizer("en", vertical="off").read(tall)
         rec.read(Image.new("RGB", (40, 79), "white"))  # not twice as tall: no warning
-    with pytest.raises(InferenceError, match="vertical must be one of warn, stack, off, got 'sideways'"):
+    with pytest.raises(InferenceError, match="vertical must be one of warn, stack, rotate, auto, off, got 'sideways'"):
         crnn.Recognizer("en", vertical="sideways")
 
 
@@ -88,6 +88,7 @@ def test_stacked_chinese_reads_top_first_where_as_it_is_it_reads_nothing_right()
     images = [column(text, **kw) for text, kw in cases]
     stack = crnn.Recognizer("zh", vertical="stack")
     assert [r.text for r in stack.read(images)] == [text for text, _ in cases]
+    assert [r.text for r in crnn.Recognizer("zh", vertical="auto").read(images)] == [text for text, _ in cases]
     assert [stack.read(im).text for im in images] == [text for text, _ in cases]  # one by one: the same
     with pytest.warns(VerticalWarning):
         as_is = crnn.Recognizer("zh").read(images)
@@ -101,6 +102,24 @@ def test_stacked_latin_letters_read_as_a_word_not_letter_spaced():
     assert [r.text for r in crnn.Recognizer("en", vertical="stack").read([stacked_letters(w) for w in words])] == words
 
 
+def spine(text: str, turn: int) -> Image.Image:
+    """A title set across, then turned a quarter (turn=-90: running down, as English spines; 90: running up)."""
+    font = ImageFont.truetype(str(DEJAVU), 36)
+    im = Image.new("RGB", (int(len(text) * 36 * 0.7) + 20, 52), "white")
+    ImageDraw.Draw(im).text((10, 4), text, font=font, fill="black")
+    return im.rotate(turn, expand=True)
+
+
+def test_text_turned_sideways_reads_with_rotate_and_auto_keeps_the_most_confident_way():
+    images = [spine("Moby Dick", -90), spine("The Hobbit", 90), stacked_letters("TAXI")]
+    assert [r.text for r in crnn.Recognizer("en", vertical="rotate").read(images[:2])] == ["Moby Dick", "The Hobbit"]
+    assert [r.text for r in crnn.Recognizer("en", vertical="auto").read(images)] == ["Moby Dick", "The Hobbit", "TAXI"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VerticalWarning)
+        as_is = crnn.Recognizer("en").read(images)
+    assert not any(r.text in ("Moby Dick", "The Hobbit", "TAXI") for r in as_is)
+
+
 @needs_cjk
 def test_crnn_predict_vertical_stack_and_the_default_warning(tmp_path, capsys):
     path = tmp_path / "sign.png"
@@ -111,7 +130,7 @@ def test_crnn_predict_vertical_stack_and_the_default_warning(tmp_path, capsys):
     assert predict_cli.main(["--weights", "zh", str(path)]) == 0
     out, err = capsys.readouterr()
     assert err.startswith(f"crnn-predict: warning: {path}: 60x250 image is 4.2x taller than wide: vertical text?")
-    assert "--vertical stack" in err and len(err.splitlines()) == 1
+    assert "--vertical auto" in err and len(err.splitlines()) == 1
 
 
 def test_the_vertical_yardstick_names_the_command_that_builds_a_missing_set(tmp_path):

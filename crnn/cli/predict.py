@@ -25,6 +25,7 @@ A keep-ratio model (en, zh) reads a line at its own width (up to 4096 px after r
 a wider line is squeezed to that, with a warning on stderr. A crop at least twice as tall as wide (vertical text?) is
 read as it is with a warning, unless --vertical says otherwise:
   crnn-predict --weights zh --vertical stack sign.jpg   (characters stacked top to bottom, read top first)
+  crnn-predict --vertical auto spines/                  (stacked, or turned sideways: the most confident way)
 exit codes: 0 all predicted, 1 some images could not be read, 2 bad arguments / weights / inputs.
 """
 
@@ -54,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="autocast: off (default), bf16 (CPU or CUDA), fp16 (CUDA only)")
     p.add_argument("--vertical", choices=VERTICAL_MODES, default="warn",
                    help="crops at least twice as tall as wide: warn (read as they are, with a warning; default), "
-                        "stack (lay the stacked characters side by side, top first, then read), off (read as they are)")
+                        "stack (lay the stacked characters side by side, top first, then read), rotate (a quarter "
+                        "turn each way: text running down or up), auto (all of those; the most confident reading "
+                        "wins), off (read as they are)")
     p.add_argument("--config", help="YAML config for a bare state dict that stores none (model + data geometry)")
     p.add_argument("--charset", help="charset for a bare state dict (alnum36, digits, printable94, printable95, a file, chars)")
     return p

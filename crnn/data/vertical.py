@@ -4,8 +4,9 @@ CRNN reads a horizontal line left to right; a tall crop squeezed to 32 px high c
 a wrong answer with no error. :func:`is_vertical` says when a crop looks like a column of characters, and
 :func:`stack_to_line` cuts such a column at the empty rows between its characters and lays the characters side by
 side, upright, as a horizontal line (``crnn.Recognizer(..., vertical="stack")``, ``crnn-predict --vertical stack``).
-Text turned sideways (Latin along a spine, read after a quarter turn of the head) is a rotation, not a stack: rotate
-such crops before reading.
+Text turned sideways (Latin along a spine, read after a quarter turn of the head) is a rotation, not a stack
+(``vertical="rotate"``: both quarter turns); ``vertical="auto"`` tries every way, and :func:`vertical_candidates`
+lists them: the reader keeps the most confident reading.
 """
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ import numpy as np
 from PIL import Image
 
 VERTICAL_RATIO = 2.0  # a crop this many times taller than wide (or more) looks like a column of characters
-VERTICAL_MODES = ("warn", "stack", "off")
-CUT_WIDTH = 64  # wider columns are cut on a copy this wide (the cuts scaled back): the same cuts, in milliseconds  # warn: read as given and say so; stack: re-lay, then read; off: as given
+# what to do with a tall crop: warn (read it as it is and say so), stack (lay its stacked characters side by side),
+# rotate (a quarter turn each way: text running down or up the crop), auto (all of those ways), off (as it is); of
+# several ways, the reader keeps the most confident reading
+VERTICAL_MODES = ("warn", "stack", "rotate", "auto", "off")
+CUT_WIDTH = 64  # wider columns are cut on a copy this wide (the cuts scaled back): the same cuts, in milliseconds
 
 
 def is_vertical(width: int, height: int) -> bool:
@@ -27,8 +31,8 @@ def vertical_note(width: int, height: int) -> str:
     if not is_vertical(width, height):
         return ""
     return (f"{width}x{height} image is {height / max(width, 1):.1f}x taller than wide: vertical text? crnn reads "
-            f"horizontal lines; read characters stacked top to bottom with vertical='stack' (crnn-predict --vertical "
-            f"stack), rotate text that runs sideways, or pass vertical='off' to read it as it is")
+            f"horizontal lines; read it with vertical='auto' (crnn-predict --vertical auto: characters stacked top to "
+            f"bottom, or text turned sideways), or pass vertical='off' to read it as it is")
 
 
 def _ink(gray: np.ndarray) -> np.ndarray:
@@ -158,3 +162,15 @@ def stack_to_lines(image: Image.Image) -> list[Image.Image]:
     candidates = cell_candidates(image)
     ink = _ink(np.asarray(image.convert("L"))) if candidates else None
     return [stack_cells(image, cells, ink) for cells in candidates] or [image]
+
+
+def vertical_candidates(image: Image.Image, mode: str) -> list[Image.Image]:
+    """The horizontal lines to read for a tall crop under ``mode`` (stack: its stacked characters side by side, one per
+    cutting; rotate: a quarter turn each way; auto: all of those); ``[]`` when the crop is not tall, or the mode reads
+    it as it is (warn, off), or stacking finds fewer than two characters and the mode only stacks."""
+    if mode not in ("stack", "rotate", "auto") or not is_vertical(*image.size):
+        return []
+    out = [line for line in stack_to_lines(image) if line is not image] if mode != "rotate" else []
+    if mode != "stack":
+        out += [image.rotate(90, expand=True), image.rotate(-90, expand=True)]  # text running up, text running down
+    return out

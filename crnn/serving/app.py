@@ -38,15 +38,17 @@ READ_BODY = {
             "beam_width": {"type": "integer", "minimum": 1, "maximum": payload.MAX_BEAM_WIDTH, "default": 10},
             "lexicon": {"type": "string", "description": "one word per line: answer the most likely word"},
             "characters": {"type": "boolean", "description": "add per-character confidences"},
-            "vertical": {"type": "string", "enum": ["warn", "stack", "off"], "default": "warn",
+            "vertical": {"type": "string", "enum": ["warn", "stack", "rotate", "auto", "off"], "default": "warn",
                          "description": "crops at least twice as tall as wide: read as they are with a warning, "
-                                        "stack their characters side by side (top first), or read as they are"}}}},
+                                        "stack their characters side by side (top first), turn them a quarter "
+                                        "each way, try all of those (auto), or read as they are (off)"}}}},
         "application/json": {"schema": {"type": "object", "required": ["images"], "properties": {
             "images": {"type": "array", "items": {"type": "string", "format": "byte"},
                        "description": "base64 image files"},
             "model": {"type": "string"}, "decoder": {"type": "string", "enum": ["greedy", "beam"]},
             "beam_width": {"type": "integer"}, "lexicon": {"type": "array", "items": {"type": "string"}},
-            "characters": {"type": "boolean"}, "vertical": {"type": "string", "enum": ["warn", "stack", "off"]}}}},
+            "characters": {"type": "boolean"}, "vertical": {"type": "string",
+                                                            "enum": ["warn", "stack", "rotate", "auto", "off"]}}}},
     },
 }
 READ_ANSWER = {"200": {"description": "one reading per image, in input order", "content": {"application/json": {

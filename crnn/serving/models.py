@@ -33,7 +33,7 @@ class ReadOptions:
     beam_width: int = 10
     lexicon: Lexicon | None = None
     characters: bool = False  # per-character confidences
-    vertical: str = "warn"  # crops at least twice as tall as wide: warn | stack | off (crnn-predict --vertical)
+    vertical: str = "warn"  # crops at least twice as tall as wide: warn | stack | rotate | auto | off (crnn-predict)
 
 
 def parse_weights(specs: list[str]) -> dict[str, str]:
@@ -76,12 +76,12 @@ class ModelSlot:
 
     def prepare(self, image: Image.Image, vertical: str = "warn") -> tuple[list[torch.Tensor], str]:
         """PIL image -> the model's ``[C, H, W]`` inputs as crnn-predict makes them (one; of a tall crop with
-        ``vertical`` stack, one per way of laying its characters side by side, the most confident reading to be
-        kept), and the squeeze or vertical-text note ("" if none)."""
-        from crnn.data.vertical import is_vertical, stack_to_lines, vertical_note
+        ``vertical`` stack, rotate or auto, one per way of making it a horizontal line, the most confident reading to
+        be kept), and the squeeze or vertical-text note ("" if none)."""
+        from crnn.data.vertical import vertical_candidates, vertical_note
 
-        if vertical == "stack" and is_vertical(*image.size):
-            lines = stack_to_lines(image)
+        lines = vertical_candidates(image, vertical)
+        if lines:
             return [self.engine.transform(x) for x in lines], self.engine.squeeze_note(*lines[0].size)
         note = self.engine.squeeze_note(*image.size) or (vertical_note(*image.size) if vertical == "warn" else "")
         return [self.engine.transform(image)], note
