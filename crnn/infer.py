@@ -114,8 +114,8 @@ class VerticalWarning(UserWarning):
 
 
 class VerticalCandidates(tuple):
-    """The preprocessed tensors of one vertical crop, one per way of laying its stacked characters side by side
-    (``vertical`` stack, rotate or auto): all are read, the most confident reading is the crop's."""
+    """The preprocessed tensors of one vertical crop, one per way of making it a horizontal line (``vertical`` stack,
+    rotate or auto; crnn.data.vertical.vertical_candidates): all are read, the most confident reading is the crop's."""
 
 
 def weights_folder() -> Path:
@@ -390,7 +390,8 @@ class Recognizer:
                 ahead = [pool.submit(self._load, p) for p in chunks[k + 1]] if k + 1 < len(chunks) else []
                 yield from self._predict_loaded(names, [f.result() for f in current])
 
-    def _predict_loaded(self, names: list[str], loaded: list[torch.Tensor | str]) -> Iterator[Prediction]:
+    def _predict_loaded(self, names: list[str],
+                        loaded: list[torch.Tensor | VerticalCandidates | str]) -> Iterator[Prediction]:
         """Predictions for one chunk of already loaded files."""
         ok = [i for i, x in enumerate(loaded) if not isinstance(x, str)]  # a tensor, or VerticalCandidates
         results = dict(zip(ok, self.predict_tensors([loaded[i] for i in ok])))
