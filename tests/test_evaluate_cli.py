@@ -129,6 +129,7 @@ def test_bad_inputs_exit_2_with_one_line(weights, tmp_path, capsys):
         "no LMDB (data.mdb) or gt.txt": ["--weights", str(weights), "--data", str(tmp_path)],
         "not found": ["--weights", str(tmp_path / "nope.pt"), "--data", str(tmp_path)],
         "does not contain a model state dict": ["--weights", str(tmp_path / "foreign.pt"), "--data", str(tmp_path)],
+        "--threads must be at least 1, got 0": ["--weights", str(weights), "--threads", "0", "--data", str(tmp_path)],
     }
     for expected, argv in cases.items():
         rc = main(argv)

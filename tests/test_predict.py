@@ -313,11 +313,27 @@ def test_fatal_errors_exit_2_with_one_line(ckpts, images, tmp_path, capsys):
         "no images": ["--weights", str(ckpts["weights"]), str(tmp_path / "empty")],
         "no files match": ["--weights", str(ckpts["weights"]), str(tmp_path / "*.png")],
         "needs the beam decoder": ["--weights", str(ckpts["weights"]), "--lexicon", str(tmp_path / "w.txt"), str(images)],
+        "--threads must be at least 1, got 0": ["--weights", str(ckpts["weights"]), "--threads", "0", str(images)],
     }
     for expected, argv in cases.items():
         rc, out, err = run(argv, capsys)
         assert rc == 2 and out == "", expected
         assert expected in err and len(err.splitlines()) == 1 and err.startswith("crnn-predict: error: "), err
+
+
+def test_threads_flag_sets_torch_threads_and_reads_the_same(ckpts, images, capsys):
+    """--threads N: torch's intra-op threads for the reading (1 is what a busy machine wants), same answers."""
+    before = torch.get_num_threads()
+    try:
+        rc, ref, _ = run(["--weights", str(ckpts["weights"]), "--format", "json", str(images)], capsys)
+        torch.set_num_threads(2)
+        rc1, out, _ = run(["--weights", str(ckpts["weights"]), "--threads", "1", "--format", "json", str(images)],
+                          capsys)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    assert rc == rc1 == 0
+    assert [(d["path"], d["text"]) for d in json_lines(out)] == [(d["path"], d["text"]) for d in json_lines(ref)]
 
 
 def test_default_weights_prefers_the_shipped_name(tmp_path, recwarn):

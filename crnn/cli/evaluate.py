@@ -60,9 +60,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report-errors", type=int, default=500, metavar="N",
                    help="errors shown per dataset in the report, worst first, 100 per page (default: 500); "
                         "counts and charts always cover every image")
+    p.add_argument("--threads", type=int, metavar="N", help="torch threads for the network, per process (default: torch's own, one per core); on a machine busy with other work, e.g. beside a training run, 1 reads several times faster (benchmarks/README.md)")
     p.add_argument("--config", help="YAML config for a bare state dict that stores none")
     p.add_argument("--charset", help="charset for a bare state dict")
     return p
+
+
+def set_threads(threads: int | None) -> None:
+    """``--threads``: torch's intra-op threads for this process (None: leave torch's default)."""
+    if threads is None:
+        return
+    if threads < 1:
+        raise UsageError(f"--threads must be at least 1, got {threads}")
+    import torch
+
+    torch.set_num_threads(threads)
 
 
 def settings_from_args(args: argparse.Namespace) -> EvalSettings:
@@ -90,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         check_settings(settings_from_args(args))
+        set_threads(args.threads)
         summary = run(args)
         if is_main_process():  # decided before the process group is torn down
             print(json.dumps(summary, ensure_ascii=False)) if args.json else print_table(summary, sys.stdout)

@@ -58,9 +58,21 @@ def build_parser() -> argparse.ArgumentParser:
                         "stack (lay the stacked characters side by side, top first, then read), rotate (a quarter "
                         "turn each way: text running down or up), auto (all of those; the most confident reading "
                         "wins), off (read as they are)")
+    p.add_argument("--threads", type=int, metavar="N", help="torch threads for the network (default: torch's own, one per core); on a machine busy with other work, e.g. beside a training run, 1 reads several times faster (benchmarks/README.md)")
     p.add_argument("--config", help="YAML config for a bare state dict that stores none (model + data geometry)")
     p.add_argument("--charset", help="charset for a bare state dict (alnum36, digits, printable94, printable95, a file, chars)")
     return p
+
+
+def set_threads(threads: int | None) -> None:
+    """``--threads``: torch's intra-op threads for this process (None: leave torch's default)."""
+    if threads is None:
+        return
+    if threads < 1:
+        raise UsageError(f"--threads must be at least 1, got {threads}")
+    import torch
+
+    torch.set_num_threads(threads)
 
 
 def load_recognizer(args: argparse.Namespace):
@@ -122,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.batch_size < 1 or args.beam_width < 1:
             raise UsageError("--batch-size and --beam-width must be at least 1")
+        set_threads(args.threads)
         paths = expand_inputs(args.paths, sys.stdin)
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warning  # e.g. the default model is missing: which one reads instead
