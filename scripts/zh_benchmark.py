@@ -36,7 +36,12 @@ so ``crnn-eval --data WORK/heldout`` reads them too):
 Scores are crnn's metrics under the ``unicode`` protocol (NFKC, whitespace collapsed): CER and line accuracy, and
 the errors by character class (Hanzi, Latin, digits, other; one minimal edit script per line, in the JSON and a
 second table).
-Speed is lines/s over all the sets on this machine, files read from disk by each tool, torch and onnxruntime
+Speed is lines/s on this machine, timed after the scoring pass in ``--speed-rounds`` interleaved rounds (default 5)
+over ``--speed-lines`` lines taken evenly from all sets (default 400): every model reads them in each round, the
+order reversed every other round, so that a machine whose speed drifts or warms up moves all alike (timed one after
+another, the first model timed was handicapped); lines/s is the median over the rounds and a ratio to a peer the
+median of the rounds' ratios (the scoring pass's own lines/s stays in the JSON as ``lines_per_s_pass``). Files are
+read from disk by each tool, torch and onnxruntime
 limited to ``--threads`` (default 2): ours through ``Recognizer.predict_paths`` (its default: batches of up to 64
 lines of equal resized width); PP-OCRv4 through ``RapidOCR()(path, use_det=False, use_cls=False)`` (its default API
 call: one line per call), PP-OCRv6 small the same way through rapidocr 3.x, whose wheel carries its ONNX models.
@@ -55,8 +60,10 @@ import itertools
 import json
 import os
 import random
+import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,6 +105,8 @@ class Column:
     cpu_seconds: float = 0.0  # process CPU time (all threads): less sensitive than wall time to a busy machine
     lines: int = 0
     how: str = ""
+    read: Callable[[list[str]], object] | None = field(default=None, repr=False)  # reads a list of lines, as timed
+    rounds: list[float] = field(default_factory=list)  # lines/s in each interleaved timing round (--speed-rounds)
 
 
 # ----------------------------------------------------------------------------- the sets
@@ -461,6 +470,7 @@ def ours(weights: str, sets: dict[str, list[str]], threads: int, width_step: int
         col.seconds += time.perf_counter() - t0
         col.cpu_seconds += time.process_time() - c0
         col.lines += len(paths)
+    col.read = lambda paths: list(rec.predict_paths(paths))
     return col
 
 
@@ -507,7 +517,30 @@ def ppocr(engine, sets: dict[str, list[str]], version: int = 4) -> Column:
         col.seconds += time.perf_counter() - t0
         col.cpu_seconds += time.process_time() - c0
         col.lines += len(paths)
+    col.read = lambda paths: [read(p) for p in paths]
     return col
+
+
+def speed_sample(paths: dict[str, list[str]], num: int) -> list[str]:
+    """``num`` lines taken evenly from all sets (all of them when there are fewer)."""
+    every = [p for ps in paths.values() for p in ps]
+    if len(every) <= num:
+        return every
+    return [every[i * len(every) // num] for i in range(num)]
+
+
+def time_rounds(columns: list[Column], sample: list[str], rounds: int) -> None:
+    """Interleaved timing: ``rounds`` rounds in which every column reads ``sample`` its own way (ours in batches,
+    the peers one line per call), the order reversed every other round, so that a machine whose speed drifts or
+    warms up moves them all alike; each round's lines/s goes to the column's ``rounds``."""
+    timed = [c for c in columns if c.read is not None]
+    for r in range(rounds):
+        for col in timed if r % 2 == 0 else timed[::-1]:
+            t0 = time.perf_counter()
+            col.read(sample)
+            col.rounds.append(len(sample) / (time.perf_counter() - t0))
+        print(f"  timing round {r + 1}/{rounds}: " + ", ".join(f"{c.name} {c.rounds[-1]:.0f}" for c in timed),
+              file=sys.stderr, flush=True)
 
 
 # ----------------------------------------------------------------------------- scores and output
@@ -587,11 +620,21 @@ def results(columns: list[Column], labels: dict[str, list[str]]) -> list[dict]:
     for col in columns:
         row = {"model": col.name, "how": col.how, "lines_per_s": col.lines / max(col.seconds, 1e-9),
                "lines_per_cpu_s": col.lines / max(col.cpu_seconds, 1e-9)}
+        if col.rounds:  # the interleaved rounds' median replaces the scoring pass as the speed figure
+            row.update({"lines_per_s_pass": row["lines_per_s"], "lines_per_s": statistics.median(col.rounds),
+                        "rounds": col.rounds})
         row.update({name: {**score(col.readings[name], labels[name]),
                             "by_class": errors_by_class(col.readings[name], labels[name])} for name in labels})
         for name in set(labels) & set(FACE_SETS):
             row[name]["by_face"] = by_face(col.readings[name], labels[name], name)
         rows.append(row)
+    for peer, key in ((PPOCR, "x_ppocr4"), (PPOCR6, "x_ppocr6_small")):  # issue 43: >= 3x both peers' lines/s
+        base = next((r for r in rows if r["model"] == peer), None)
+        for r in rows if base else []:
+            if r.get("rounds") and base.get("rounds"):
+                r[key] = statistics.median([a / b for a, b in zip(r["rounds"], base["rounds"])])
+            else:
+                r[key] = r["lines_per_s"] / base["lines_per_s"]
     return rows
 
 
@@ -612,17 +655,22 @@ def markdown_by_face(rows: list[dict], sets: list[str]) -> str:
     return "\n".join(out)
 
 
-def markdown(rows: list[dict], sets: list[str], num: int, threads: int) -> str:
-    """The results as a Markdown table (CER and line accuracy in %, per set; lines/s)."""
+def markdown(rows: list[dict], sets: list[str], num: int, threads: int, speed: str = "") -> str:
+    """The results as a Markdown table (CER and line accuracy in %, per set; lines/s, in brackets x PP-OCRv4's /
+    x PP-OCRv6 small's; ``speed``: how lines/s was timed, when not over the scoring pass)."""
     head = "| model | " + " | ".join(f"{SET_TITLES[s]}: CER / line acc" for s in sets) + " | lines/s |"
     out = [head, "|" + " --- |" * (len(sets) + 2)]
     for r in rows:
         cells = [f"{100 * r[s]['cer']:.2f} % / {100 * r[s]['line_acc']:.1f} %" for s in sets]
-        out.append(f"| {r['model']} | " + " | ".join(cells) + f" | {r['lines_per_s']:.0f} |")
+        x = [f"{r[k]:.1f}x" for k in ("x_ppocr4", "x_ppocr6_small") if k in r]
+        ratio = f" ({' / '.join(x)})" if x and r["model"] not in (PPOCR, PPOCR6) else ""
+        out.append(f"| {r['model']} | " + " | ".join(cells) + f" | {r['lines_per_s']:.0f}{ratio} |")
     lengths = ", ".join(f"{s}: {'%d-%d' % LONG_LEN if s == 'long' else 'as photographed' if s.startswith('real:') else f'{MIN_LEN}-{MAX_LEN}'}"
                         for s in sets)
     out.append(f"\n{num} lines per set (characters per line: {lengths}; text: held-out corpus words), protocol unicode; "
-               f"speed over all sets, {threads} thread(s). " + "; ".join(f"{r['model']}: {r['how']}" for r in rows))
+               f"lines/s {speed or 'over all sets'}, {threads} thread(s)"
+               + (" (in brackets: x PP-OCRv4's / x PP-OCRv6 small's)" if any("x_ppocr4" in r for r in rows) else "")
+               + ". " + "; ".join(f"{r['model']}: {r['how']}" for r in rows))
     return "\n".join(out)
 
 
@@ -703,6 +751,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "licence), reported as a set of its own; repeatable")
     p.add_argument("--threads", type=int, default=2, help="torch / onnxruntime threads (default 2)")
     p.add_argument("--no-ppocr", action="store_true", help="leave PP-OCRv4 and PP-OCRv6 small out")
+    p.add_argument("--speed-rounds", type=int, default=5, metavar="R",
+                   help="after the scoring pass, R interleaved timing rounds over --speed-lines lines, the order "
+                        "reversed every other round; lines/s is their median, a ratio the median of per-round "
+                        "ratios (default 5; 0: time the scoring pass itself, each model in turn)")
+    p.add_argument("--speed-lines", type=int, default=400, metavar="N",
+                   help="lines read per model in each timing round, taken evenly from all sets (default 400)")
     p.add_argument("--sheet", default=None, help="contact sheet PNG (default: WORK/contact_sheet.png)")
     p.add_argument("--sheet-per-set", type=int, default=4, help="images per set on the contact sheet (default 4)")
     p.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
@@ -719,6 +773,9 @@ def main(argv: list[str] | None = None) -> int:
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     if not sets or any(s not in ALL_SETS for s in sets) or args.num < 1:
         print(f"zh_benchmark: error: --sets takes {','.join(ALL_SETS)} and --num must be >= 1", file=sys.stderr)
+        return 2
+    if args.speed_rounds < 0 or args.speed_lines < 1:
+        print("zh_benchmark: error: --speed-rounds must be >= 0 and --speed-lines >= 1", file=sys.stderr)
         return 2
     work = Path(args.work)
     if args.by_font:
@@ -770,6 +827,10 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
         else:
             columns.append(ppocr(engine6, paths, version=6))
+    sample = speed_sample(paths, args.speed_lines)
+    if args.speed_rounds and any(c.read for c in columns):
+        print(f"timing: {args.speed_rounds} interleaved rounds of {len(sample)} lines ...", file=sys.stderr)
+        time_rounds(columns, sample, args.speed_rounds)
     if columns:
         sheet = contact_sheet(paths, labels, columns, args.sheet_per_set,
                               Path(args.sheet) if args.sheet else work / "contact_sheet.png")
@@ -777,7 +838,9 @@ def main(argv: list[str] | None = None) -> int:
     if columns:
         print(f"readings: {write_readings(paths, labels, columns, work / 'readings.tsv')}", file=sys.stderr)
     rows = results(columns, labels)
-    tables = markdown(rows, sets, args.num, args.threads) + "\n\nErrors by character class:\n" + markdown_by_class(
+    how = (f"in {args.speed_rounds} interleaved rounds of {len(sample)} lines from all sets (median; a ratio: the "
+           f"median of the rounds' ratios)") if args.speed_rounds and any(c.rounds for c in columns) else ""
+    tables = markdown(rows, sets, args.num, args.threads, how) + "\n\nErrors by character class:\n" + markdown_by_class(
         rows, sets) + (markdown_by_face(rows, sets) if rows and set(sets) & set(FACE_SETS) else "")
     if args.markdown:
         Path(args.markdown).write_text(tables + "\n", encoding="utf-8")

@@ -250,6 +250,8 @@ def test_benchmark_builds_the_clean_set_once_and_runs_our_column(bench, shipped_
     out, err = capsys.readouterr()
     rows = json.loads(out)["rows"]
     assert [r["model"] for r in rows] == ["zh"] and rows[0]["clean"]["samples"] == 3
+    assert len(rows[0]["rounds"]) == 5 and rows[0]["lines_per_s"] == sorted(rows[0]["rounds"])[2]
+    assert "timing round 5/5" in err
     assert "skipped PP-OCRv4: rapidocr_onnxruntime is not installed" in err
     assert "skipped PP-OCRv6 small: rapidocr 3.x is not installed" in err
     gt = (tmp_path / "clean" / "gt.txt").read_text(encoding="utf-8").splitlines()
@@ -278,12 +280,32 @@ def test_benchmark_builds_the_clean_set_once_and_runs_our_column(bench, shipped_
     assert bench.main(argv + ["--amp", "off", "--amp", "bf16"]) == 0  # ...and per reading precision
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [r["model"] for r in rows] == ["zh", "zh (bf16)"] and rows[1]["clean"]["samples"] == 3
+    assert bench.main(argv + ["--speed-rounds", "-1"]) == 2
+    assert "--speed-rounds must be >= 0" in capsys.readouterr().err
     assert bench.main(argv + ["--width-step", "0"]) == 2
     assert "--width-step must be >= 1" in capsys.readouterr().err
     assert bench.main(argv + ["--width-scale", "3"]) == 2
     assert "--width-scale within 0.5..2" in capsys.readouterr().err
     assert bench.main(["--weights", "nope.pt", "--sets", "clean", "--num", "3", "--work", str(tmp_path)]) == 0
     assert "skipped nope.pt" in capsys.readouterr().err
+
+
+def test_benchmark_times_in_interleaved_rounds_and_takes_ratios_per_round(bench):
+    calls = []
+    cols = [bench.Column(n, lines=1, seconds=1.0) for n in ("zh", bench.PPOCR, bench.PPOCR6)]
+    for c in cols:
+        c.read = lambda paths, name=c.name: calls.append(name)
+    sample = bench.speed_sample({"a": [f"a{i}" for i in range(6)], "b": [f"b{i}" for i in range(4)]}, 5)
+    assert sample == ["a0", "a2", "a4", "b0", "b2"]  # evenly from all sets
+    bench.time_rounds(cols, sample, 2)
+    assert calls == ["zh", bench.PPOCR, bench.PPOCR6, bench.PPOCR6, bench.PPOCR, "zh"]  # reversed every other round
+    cols[0].rounds, cols[1].rounds, cols[2].rounds = [300.0, 200.0, 400.0], [150.0, 50.0, 100.0], [100.0] * 3
+    ours = bench.results(cols, {})[0]
+    assert ours["lines_per_s"] == 300.0 and ours["lines_per_s_pass"] == 1.0
+    assert ours["x_ppocr4"] == 4.0  # per-round ratios 2, 4, 4 (the medians' ratio would say 3)
+    assert ours["x_ppocr6_small"] == 3.0
+    table = bench.markdown(bench.results(cols, {}), [], 3, 2, "in 3 rounds")
+    assert "| zh |  | 300 (4.0x / 3.0x) |" in table and "lines/s in 3 rounds, 2 thread(s)" in table
 
 
 def test_benchmark_by_font_needs_readings_and_names_the_faces(bench, tmp_path, capsys):
