@@ -108,13 +108,32 @@ case "${1:-}" in
           "stop it first (bash scripts/sitting.sh $other stop)" >&2; exit 1; }
     done
     bash scripts/setup.sh
-    "prepare_$MODEL"
     mkdir -p "$OUT"
     if [ ! -f "$OUT/last.pt" ] && [ -f "$PACK" ]; then
       echo "sitting: continuing from the sitting pack $PACK"
       cp "$PACK" "$OUT/last.pt"  # train.resume=auto (torchrun's default) takes it, and so does a restarted group
       [ -f "$OUT/curve.tsv" ] || { [ -f "$CURVE" ] && cp "$CURVE" "$OUT/curve.tsv"; } || true
     fi
+    # a run at the end of its schedule would start, find nothing left to do and stop: say so instead
+    "$PY" - "$CONFIG" "$OUT/last.pt" "$@" <<'PYEOF' || exit 1
+import sys
+from pathlib import Path
+
+from crnn.config import ConfigError, load_config
+from crnn.engine.checkpoint import load_checkpoint
+
+config, last, overrides = sys.argv[1], Path(sys.argv[2]), [a for a in sys.argv[3:] if "=" in a]
+try:
+    steps = load_config(config, overrides).train.steps
+except ConfigError as e:
+    sys.exit(f"sitting: error: {e}")
+step = load_checkpoint(last).step if last.is_file() else None
+if step is not None and step >= steps:
+    sys.exit(f"sitting: the run stands at step {step:,}, the end of its schedule ({config}: train.steps {steps:,}); "
+             f"to train on, raise train.steps in {config} (or give train.steps=N): the cosine then runs over the "
+             f"longer schedule")
+PYEOF
+    "prepare_$MODEL"
     nohup setsid scripts/train_ddp.sh --nproc "${NPROC:-2}" --config "$CONFIG" "$@" >> "$OUT/train.log" 2>&1 &
     echo $! > "$PIDFILE"
     echo "sitting: training $MODEL in the background (pid $(cat "$PIDFILE")); log: $OUT/train.log"

@@ -457,6 +457,34 @@ def test_sitting_report_refuses_while_training_runs(tmp_path):
     assert usage.returncode == 2 and "zh_sitting.sh report" in usage.stdout
 
 
+def test_sitting_start_refuses_a_run_at_the_end_of_its_schedule(tmp_path):
+    """sitting.sh start on a pack whose step is the recipe's train.steps: one line saying how to go on, no training
+    started (it would start, find nothing to do and stop); a bad override is a one-line error too."""
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(REPO / "scripts" / "sitting.sh", tmp_path / "scripts")
+    (tmp_path / "scripts" / "setup.sh").write_text("exit 0\n")  # the real one builds a venv: here it is linked
+    (tmp_path / ".venv").symlink_to(REPO / ".venv")
+    shutil.copytree(REPO / "configs", tmp_path / "configs")
+    (tmp_path / "runs" / "zh").mkdir(parents=True)
+    from crnn.model import CRNN
+
+    torch.save({"step": 140_000, "model": CRNN("vgg_small", 1, 10).state_dict()}, tmp_path / "runs" / "zh" / "last.pt")
+    if not (REPO / ".venv" / "bin" / "python").exists():
+        pytest.skip("needs the project's .venv (scripts/setup.sh)")
+    run = lambda *a: subprocess.run(["bash", str(tmp_path / "scripts" / "sitting.sh"), "zh", "start", *a],
+                                    cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    r = run()
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == (
+        "sitting: the run stands at step 140,000, the end of its schedule (configs/shipped_zh.yaml: train.steps "
+        "140,000); to train on, raise train.steps in configs/shipped_zh.yaml (or give train.steps=N): the cosine "
+        "then runs over the longer schedule")
+    assert not (tmp_path / "runs" / "zh" / "train.pid").exists()
+    bad = run("train.steps=many")
+    assert bad.returncode == 1 and bad.stderr.strip().splitlines()[-1].startswith("sitting: error: ")
+    assert "train.steps" in bad.stderr and not (tmp_path / "runs" / "zh" / "train.pid").exists()
+
+
 def test_rewarm_after_an_optimizer_restart():
     assert rewarm_factor(100, -1, 10) == 1.0  # no restart
     assert rewarm_factor(100, 100, 10) == pytest.approx(0.1)
