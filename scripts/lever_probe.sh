@@ -5,6 +5,7 @@
 #   bash scripts/lever_probe.sh --dry-run NAME STEPS key=value ...      # print the two commands, run nothing
 #   bash scripts/lever_probe.sh --val trad_print NAME STEPS key=value ... # the lever arm validates on a second set
 #   AMP=bf16 bash scripts/lever_probe.sh NAME STEPS key=value ...       # both arms in one precision, not measured
+#   MODEL=en bash scripts/lever_probe.sh NAME STEPS key=value ...       # the English model (issue 44), see below
 # Both arms: configs/shipped_zh.yaml from weights/crnn_zh_lines.pt (weights only, a fresh optimizer), a constant
 # learning rate of 2e-4 after 100 warm-up steps, STEPS steps, validation every STEPS/4 steps on the 1,200 lines of the
 # development faces (data/zh_faces/dev_print, scripts/zh_benchmark.py builds it). The base arm
@@ -18,6 +19,10 @@
 # 1,200 lines), e.g. trad_print for model.charset=zh_gb2312_trad: what the lever gains where the base arm cannot be
 # scored (its alphabet lacks those labels' characters), beside what it costs on the development faces. Validation
 # does not change the lines trained on, so the base arm is still the shared one.
+# MODEL=en: the same for the English model: configs/shipped_en.yaml from weights/crnn_en.pt, validation on the real
+# development set (data/en_dev: python -m crnn.data.en_dev builds it from the shared crops), arms in runs/probe_en;
+# it ends with both arms' word accuracy there, case-sensitive exact and 36-class (--val is for zh only).
+# LR: the arms' constant learning rate (default 2e-4).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -42,16 +47,21 @@ shift 2
 for kv in "$@"; do
   [[ "$kv" == *=* ]] || { echo "lever_probe: expected key=value, got $kv" >&2; exit 2; }
 done
-PACK=weights/crnn_zh_lines.pt
-DEV=data/zh_faces/dev_print
+case "${MODEL:-zh}" in
+  zh) PACK=weights/crnn_zh_lines.pt CONFIG=configs/shipped_zh.yaml DEV=data/zh_faces/dev_print
+      PROBES=${PROBE_DIR:-runs/probe} ;;
+  en) PACK=weights/crnn_en.pt CONFIG=configs/shipped_en.yaml DEV=data/en_dev PROBES=${PROBE_DIR:-runs/probe_en}
+      [ -z "$EXTRA" ] || { echo "lever_probe: --val is for MODEL=zh" >&2; exit 2; } ;;
+  *) echo "lever_probe: MODEL must be zh or en, got ${MODEL}" >&2; exit 2 ;;
+esac
+[[ "${LR:-2.0e-4}" =~ ^[0-9.eE+-]+$ ]] || { echo "lever_probe: LR must be a number, got $LR" >&2; exit 2; }
 # AMP: the arms' precision (default auto: measured at each arm's start, which a loaded machine can tip; pin it,
 # e.g. AMP=bf16, when anything else runs); the two arms must train in the same one (checked below)
-COMMON=(--config configs/shipped_zh.yaml "train.init_weights=$PACK" train.resume=none "train.steps=$STEPS"
-        train.schedule=constant train.lr=2.0e-4 train.warmup_steps=100 "train.val_every=$((STEPS / 4))"
+COMMON=(--config "$CONFIG" "train.init_weights=$PACK" train.resume=none "train.steps=$STEPS"
+        train.schedule=constant "train.lr=${LR:-2.0e-4}" train.warmup_steps=100 "train.val_every=$((STEPS / 4))"
         "train.amp=${AMP:-auto}")
 SECOND=${EXTRA:+data/zh_faces/$EXTRA}
 NP=${NPROC:-2}  # processes (x 32 lines a batch): arms are comparable only at the same count
-PROBES=${PROBE_DIR:-runs/probe}
 BASE=$PROBES/base_${STEPS}_n$NP
 ARM=$PROBES/${NAME}_n$NP
 # what an arm was trained from: the pack's and the config's contents and the arm's command line. A finished arm is
@@ -59,7 +69,7 @@ ARM=$PROBES/${NAME}_n$NP
 # kept), the shared base arm is trained again instead of being compared, silently, with a lever arm from another start
 stamp() {
   printf 'pack %s\nconfig %s\ncommand %s\n' "$(sha256sum "$PACK" 2>/dev/null | cut -c1-16)" \
-    "$(sha256sum configs/shipped_zh.yaml | cut -c1-16)" "$*"
+    "$(sha256sum "$CONFIG" | cut -c1-16)" "$*"
 }
 run() {  # OUT VALS [overrides...]: one arm, unless its curve already has the last row
   local out=$1 vals=$2
@@ -72,24 +82,28 @@ run() {  # OUT VALS [overrides...]: one arm, unless its curve already has the la
       | grep -q .; then
     if [ "$(cat "$out/probe.stamp" 2>/dev/null)" == "$want" ]; then
       echo "lever_probe: $out is done (step $STEPS in its curve, same pack, config and command); kept" >&2
-      [ -n "$DRY" ] && echo "${cmd[*]}"
-      return
+      [ -z "$DRY" ] || echo "${cmd[*]}"
+      return 0  # (a bare return would pass on the test's status: 1, which set -e turns into a silent exit)
     fi
     echo "lever_probe: $out was trained from another pack, config or command than now ($out/probe.stamp); it is" \
       "trained again" >&2
   fi
-  if [ -n "$DRY" ]; then echo "${cmd[*]}"; return; fi
+  if [ -n "$DRY" ]; then echo "${cmd[*]}"; return 0; fi
   rm -rf "$out"
   mkdir -p "$out"
   echo "lever_probe: $out ($STEPS steps): log in $out/train.log"
   "${cmd[@]}" > "$out/train.log" 2>&1 || { echo "lever_probe: $out failed; see $out/train.log" >&2; exit 1; }
   echo "$want" > "$out/probe.stamp"
 }
-for set in dev_print $EXTRA; do
-  if [ -z "$DRY" ] && [ ! -f "data/zh_faces/$set/gt.txt" ]; then
-    "$PY" scripts/zh_benchmark.py --build-only --sets "$set" --num 1200 --work data/zh_faces
-  fi
-done
+if [ "${MODEL:-zh}" == en ]; then
+  [ -n "$DRY" ] || [ -f "$DEV/gt.txt" ] || "$PY" -m crnn.data.en_dev  # from the shared crops; says so without them
+else
+  for set in dev_print $EXTRA; do
+    if [ -z "$DRY" ] && [ ! -f "data/zh_faces/$set/gt.txt" ]; then
+      "$PY" scripts/zh_benchmark.py --build-only --sets "$set" --num 1200 --work data/zh_faces
+    fi
+  done
+fi
 run "$BASE" "$DEV"
 run "$ARM" "$DEV${SECOND:+,$SECOND}" "$@"
 [ -n "$DRY" ] && exit 0
@@ -98,6 +112,15 @@ if [ "$(precision "$BASE")" != "$(precision "$ARM")" ]; then
   echo "lever_probe: the arms trained in different precisions ($BASE: $(precision "$BASE"); $ARM:" \
     "$(precision "$ARM")); rerun both with AMP=bf16 or AMP=off" >&2
   exit 1
+fi
+if [ "${MODEL:-zh}" == en ]; then
+  echo "real development set (data/en_dev, 1,257 crops): word accuracy at each validation, exact / 36-class"
+  printf "step\tbase\t%s (%s)\n" "$NAME" "$*"
+  acc() { join -t $'\t' <(awk -F'\t' -v d="$DEV" '$5 == d {print $1 "\t" $7}' "$1/curve.tsv" | sort) \
+            <(awk -F'\t' -v d="$DEV@alnum-insensitive" '$5 == d {print $1 "\t" $7}' "$1/curve.tsv" | sort) \
+            | awk -F'\t' '{printf "%s\t%.2f / %.2f %%\n", $1, 100 * $2, 100 * $3}'; }
+  join -t $'\t' <(acc "$BASE") <(acc "$ARM") | sort -n
+  exit 0
 fi
 echo "development faces (print damage, 1,200 lines): CER at each validation"
 printf "step\tbase\t%s (%s)\n" "$NAME" "$*"

@@ -92,3 +92,50 @@ def test_a_finished_arm_is_kept_only_while_its_pack_config_and_command_are_the_s
     (tmp_path / "base_2000_n2" / "probe.stamp").unlink()  # arms from before stamps: trained again
     r = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=60, env=env)
     assert f"{tmp_path}/base_2000_n2 was trained from another" in r.stderr
+
+
+def test_the_english_model_probes_on_its_real_development_set(tmp_path):
+    """MODEL=en: the arms start from weights/crnn_en.pt with configs/shipped_en.yaml, validate on data/en_dev and
+    end with both arms' exact and 36-class word accuracy at each validation, side by side."""
+    import hashlib
+    import shutil
+
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(SCRIPT, tmp_path / "scripts")
+    for name in ("weights", "configs"):
+        (tmp_path / name).symlink_to(REPO / name)
+    (tmp_path / "data" / "en_dev").mkdir(parents=True)
+    (tmp_path / "data" / "en_dev" / "gt.txt").write_text("a.png\tA\n")
+    env = {"PATH": "/usr/bin:/bin", "NPROC": "2", "MODEL": "en"}
+    args = ["bash", str(tmp_path / "scripts" / "lever_probe.sh"), "real", "8", "data.synth_real_share=0.2"]
+    dry = subprocess.run(args[:2] + ["--dry-run"] + args[2:], capture_output=True, text=True, cwd=tmp_path,
+                         timeout=60, env=env)
+    assert dry.returncode == 0, dry.stderr
+    base, arm = dry.stdout.splitlines()
+    assert base.split() + ["data.synth_real_share=0.2"] == arm.replace("probe_en/real_n2", "probe_en/base_8_n2").split()
+    assert "--config configs/shipped_en.yaml" in base and "train.init_weights=weights/crnn_en.pt" in base
+    assert "data.val=[data/en_dev]" in base.split() and "train.output_dir=runs/probe_en/base_8_n2" in base.split()
+
+    def sha(path: Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+    head = "pack " + sha(REPO / "weights" / "crnn_en.pt") + "\nconfig " + sha(REPO / "configs" / "shipped_en.yaml")
+    for out, cmd, acc in ((tmp_path / "runs/probe_en/base_8_n2", base, (0.80, 0.90)),
+                          (tmp_path / "runs/probe_en/real_n2", arm, (0.85, 0.95))):
+        out.mkdir(parents=True)
+        rows = [f"{s}\t1\t1\t1\tdata/en_dev\t0.1\t{acc[0] + s / 800}\n"
+                f"{s}\t1\t1\t1\tdata/en_dev@alnum-insensitive\t0.1\t{acc[1] + s / 800}\n" for s in (2, 4, 6, 8)]
+        (out / "curve.tsv").write_text("step\tlines_seen\tcpu_seconds\twall_seconds\tset\tcer\tword_acc\n"
+                                       + "".join(rows))
+        (out / "probe.stamp").write_text(f"{head}\ncommand {cmd}\n")
+    r = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, timeout=60, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "real development set (data/en_dev, 1,257 crops): word accuracy at each validation, exact / 36-class",
+        "step\tbase\treal (data.synth_real_share=0.2)",
+        "2\t80.25 / 90.25 %\t85.25 / 95.25 %", "4\t80.50 / 90.50 %\t85.50 / 95.50 %",
+        "6\t80.75 / 90.75 %\t85.75 / 95.75 %", "8\t81.00 / 91.00 %\t86.00 / 96.00 %"]
+    for bad_env in ({"MODEL": "fr"}, {"LR": "fast"}):
+        bad = subprocess.run(args[:2] + ["--dry-run"] + args[2:], capture_output=True, text=True, cwd=tmp_path,
+                             timeout=60, env={**env, **bad_env})
+        assert bad.returncode == 2 and bad.stderr.startswith("lever_probe: "), bad_env
