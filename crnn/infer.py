@@ -193,6 +193,16 @@ def read_lexicon(path: str | os.PathLike) -> list[str]:
     return words
 
 
+def set_threads(threads: int | None) -> None:
+    """``--threads`` of crnn-predict and crnn-eval: torch's intra-op threads for this process (None: torch's default);
+    below 1 raises InferenceError."""
+    if threads is None:
+        return
+    if threads < 1:
+        raise InferenceError(f"--threads must be at least 1, got {threads}")
+    torch.set_num_threads(threads)
+
+
 def load_image(path: str | os.PathLike) -> Image.Image:
     """Open and fully decode an image file, applying its EXIF orientation; raise ImageReadError with the reason."""
     p = Path(path)

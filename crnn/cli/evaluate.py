@@ -66,17 +66,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def set_threads(threads: int | None) -> None:
-    """``--threads``: torch's intra-op threads for this process (None: leave torch's default)."""
-    if threads is None:
-        return
-    if threads < 1:
-        raise UsageError(f"--threads must be at least 1, got {threads}")
-    import torch
-
-    torch.set_num_threads(threads)
-
-
 def settings_from_args(args: argparse.Namespace) -> EvalSettings:
     """The evaluation settings of the parsed command line."""
     return EvalSettings(protocol=args.protocol, decoder=args.decoder, beam_width=args.beam_width,
@@ -98,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     from crnn.data.datasets import DatasetError
     from crnn.engine.checkpoint import CheckpointError
     from crnn.engine.distributed import cleanup_distributed, is_main_process
-    from crnn.infer import InferenceError
+    from crnn.infer import InferenceError, set_threads
 
     try:
         check_settings(settings_from_args(args))

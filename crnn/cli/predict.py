@@ -64,17 +64,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def set_threads(threads: int | None) -> None:
-    """``--threads``: torch's intra-op threads for this process (None: leave torch's default)."""
-    if threads is None:
-        return
-    if threads < 1:
-        raise UsageError(f"--threads must be at least 1, got {threads}")
-    import torch
-
-    torch.set_num_threads(threads)
-
-
 def load_recognizer(args: argparse.Namespace):
     """The Recognizer for the parsed arguments (shipped model unless --weights)."""
     from crnn.engine.checkpoint import load_checkpoint
@@ -129,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     from crnn.charset import CharsetError
     from crnn.config import ConfigError
     from crnn.engine.checkpoint import CheckpointError
-    from crnn.infer import InferenceError, expand_inputs
+    from crnn.infer import InferenceError, expand_inputs, set_threads
 
     try:
         if args.batch_size < 1 or args.beam_width < 1:
