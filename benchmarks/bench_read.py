@@ -6,18 +6,24 @@
     python benchmarks/bench_read.py --quick                          # 16 crops, 1 round: for CI
 
 Each arm is ``crnn.Recognizer(weights, ...).read(path)`` over the same files, one call per crop, after a warm-up of
-8 crops that is not timed; the arms take turns in ``--rounds`` interleaved rounds so that a machine whose speed drifts
-moves them all alike, and each arm's ratio to ``shipped`` is the median of its per-round ratios. The arms:
+8 crops that is not timed; the arms take turns in ``--rounds`` interleaved rounds, the order reversed every other
+round, so that a machine whose speed drifts moves them all alike and none is always first, and each arm's ratio to
+``shipped`` is the median of its per-round ratios. The arms:
 
 - ``shipped``: fp32, as every user reads (torch threads = ``--threads``);
-- ``bf16``: the same with ``amp="bf16"`` (autocast; faster only where this CPU has fast bf16 kernels);
+- ``bf16``: the same with ``amp="bf16"``: on a CPU the weights held in bfloat16 (``CRNN.hold_weights_in``), the
+  images cast in and the logits out (faster only where this CPU has native bf16 kernels);
+- ``bf16 autocast``: float32 weights under ``torch.autocast`` in bf16 (what ``amp="bf16"`` did before: every weight
+  cast on every call);
 - ``frozen``: the convolutional part compiled once to a frozen TorchScript graph for inference
   (``torch.jit.freeze`` + ``optimize_for_inference``: BatchNorm folded, oneDNN layouts kept between layers);
   the same arithmetic in fp32;
 - ``int8 lstm``: the LSTMs and linear layers quantised to int8 weights (``quantize_dynamic``: EasyOCR's CPU default);
 - ``onnxruntime``: the model exported by ``crnn-export --format onnx`` and run by onnxruntime (as the peers run),
   our preprocessing and decoding around it (needs ``pip install -e '.[export]'``);
-- ``1 thread``: ``shipped`` with torch limited to one thread (one crop's convolutions are small).
+- ``1 thread``: ``shipped`` with torch limited to one thread (one crop's convolutions are small);
+- ``--against CKPT`` (repeatable): other weights read the same way as ``shipped`` (fp32), e.g. a cheaper network
+  trained by a lever probe: what it would gain in speed (its accuracy is the probe's to say).
 
 ``same`` counts the crops whose text equals ``shipped``'s. The crops: a folder with ``gt.txt`` (``image<TAB>label``);
 the default, ``data/en_dev``, is built by ``python scripts/en_benchmark.py --build-dev`` from the shared real crops;
@@ -51,6 +57,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     p.add_argument("--threads", type=int, default=2, help="torch threads of every arm but '1 thread' (default 2)")
     p.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated arms (default: all: {','.join(ARMS)})")
+    p.add_argument("--against", action="append", default=[], metavar="CKPT",
+                   help="also time these weights (a checkpoint or a shipped name) as an arm of their own; repeatable")
     p.add_argument("--quick", action="store_true", help=f"{QUICK_NUM} crops, 1 round (for CI)")
     p.add_argument("--out", help="write the results as JSON here")
     args = p.parse_args(argv)
@@ -71,7 +79,7 @@ def read_paths(folder: Path, num: int) -> list[str]:
     return [str(folder / r) for r in rows[:num]]
 
 
-ARMS = ("shipped", "bf16", "frozen", "int8 lstm", "onnxruntime", "1 thread")
+ARMS = ("shipped", "bf16", "bf16 autocast", "frozen", "int8 lstm", "onnxruntime", "1 thread")
 
 
 def synthetic_crops(folder: Path, num: int) -> Path:
@@ -108,8 +116,12 @@ def make_arm(name: str, weights: str, threads: int, work: Path):
 
     import crnn
 
+    if name.startswith("against "):
+        return crnn.Recognizer(name[len("against "):]), threads
     rec = crnn.Recognizer(weights, amp="bf16" if name == "bf16" else "off")
     model = rec._engine.model
+    if name == "bf16 autocast":  # float32 weights under torch.autocast: what amp=bf16 did before
+        rec._engine.amp = "bf16"
     if name == "frozen":
         with torch.no_grad():
             model.cnn = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(model.cnn.eval())))
@@ -148,8 +160,10 @@ def time_arms(arms: dict, paths: list[str], rounds: int) -> tuple[dict[str, list
             rec.read(p)
         texts[n] = [rec.read(p).text for p in paths]
     speed: dict[str, list[float]] = {n: [] for n in arms}
+    names = list(arms)
     for r in range(rounds):
-        for n, (rec, threads) in arms.items():
+        for n in names if r % 2 == 0 else names[::-1]:  # none always first (a machine that drifts moves all alike)
+            rec, threads = arms[n]
             torch.set_num_threads(threads)
             t0 = time.perf_counter()
             for p in paths:
@@ -170,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in ARMS]
     if unknown:
         sys.exit(f"bench_read: error: unknown arm {unknown[0]!r}; choose from {', '.join(ARMS)}")
+    for ckpt in args.against:
+        if not Path(ckpt).is_file() and "/" in ckpt:
+            sys.exit(f"bench_read: error: --against {ckpt}: no such file")
+        names.append(f"against {ckpt}")
     with tempfile.TemporaryDirectory() as work:
         data = Path(args.data)
         if not (data / "gt.txt").is_file() and data == DEFAULT_DATA:

@@ -34,16 +34,21 @@ from crnn.data.transforms import INFER_MAX_WIDTH, ResizeNormalize
 from crnn.data.vertical import VERTICAL_MODES, is_vertical, vertical_candidates, vertical_note
 from crnn.decode import DECODE_METHODS, decode
 from crnn.engine.checkpoint import Checkpoint, build_from_checkpoint, load_checkpoint
-from crnn.engine.evaluate import autocast_context
+from crnn.engine.evaluate import reading_context
 from crnn.model import CRNN
 
-__all__ = ["Recognizer", "Prediction", "InferenceError", "ImageReadError", "AMP_MODES", "IMAGE_EXTENSIONS",
+__all__ = ["Recognizer", "Prediction", "InferenceError", "ImageReadError", "AMP_MODES", "AMP_HELP", "IMAGE_EXTENSIONS",
            "resolve_device", "load_image", "width_batches", "split_by_width", "read_at_own_width", "default_weights",
            "fallback_spec", "read_lexicon", "WEIGHTS_BY_NAME", "WEIGHTS_READS", "weights_folder", "resolve_weights",
            "shipped_names_help", "INFER_MAX_WIDTH", "SqueezeWarning", "VerticalWarning", "VerticalCandidates",
            "FallbackWeightsWarning", "find_images", "expand_inputs"]
 
-AMP_MODES = ("off", "bf16", "fp16")
+# reading precision: off (float32) | auto (bf16 where measured faster here) | bf16 (on a CPU: the weights held in
+# bfloat16; on CUDA: autocast) | fp16 (CUDA autocast)
+AMP_MODES = ("off", "auto", "bf16", "fp16")
+AMP_HELP = ("reading precision: off (float32, the default), auto (bf16 where one crop measures faster here), bf16 (on "
+            "a CPU the weights held in bfloat16: 1.2-1.9x on CPUs with native bf16 kernels, e.g. Zen 4/5 or AMX "
+            "Xeons, slower on others; on CUDA autocast), fp16 (CUDA autocast)")
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pbm", ".pgm", ".ppm")
 CHUNK = 512  # images loaded and predicted together by predict_paths (bounds memory on huge inputs)
 # The shipped models by name (files in weights/ of the package checkout); "en" is the default everywhere.
@@ -304,6 +309,18 @@ class Recognizer:
         self.model = model.to(self.device).eval()
         if self.device.type == "cpu":  # oneDNN's convolutions run faster on NHWC (benchmarks/README.md, bench_predict)
             self.model.to(memory_format=torch.channels_last)
+        self.amp_reason = ""  # amp=auto: why it chose what it did
+        if amp == "auto":
+            from crnn.engine.autotune import choose_read_amp
+
+            d = config.data
+            choice = choose_read_amp(self.model, self.device, config.model.in_channels, d.height,
+                                     d.width if not d.keep_ratio else max(d.min_width, 100))
+            amp, self.amp_reason = choice.amp, choice.reason
+        if amp == "bf16" and self.device.type == "cpu" and isinstance(self.model, CRNN):
+            # no autocast: it casts every weight on every call; held in bf16 once, a crop reads 1.3x (English) to
+            # 1.9x (Chinese) as fast on a CPU with native bf16 kernels (benchmarks/README.md, bench_read.py)
+            self.model.hold_weights_in(torch.bfloat16)
         self.charset, self.config = charset, config
         self.amp, self.decoder, self.beam_width, self.batch_size = amp, decoder, beam_width, batch_size
         self.lexicon = list(lexicon) if lexicon is not None else None
@@ -354,7 +371,7 @@ class Recognizer:
     def forward_batch(self, images: torch.Tensor) -> list[tuple[str, float]]:
         """Equal-width images ``[B, C, H, W]`` -> one (text, confidence) per image."""
         images = images.to(self.device, non_blocking=True)
-        with autocast_context(self.device, self.amp):
+        with reading_context(self.model, self.device, self.amp):
             logits = self.model(images)  # (B, T, K)
         kw = {"beam_width": self.beam_width, "lexicon": self.lexicon} if self.decoder == "beam" else {}
         return decode(logits.float(), self.charset, method=self.decoder, **kw)

@@ -173,6 +173,17 @@ class CRNN(nn.Module):
         else:
             self.rnn2 = nn.LSTM(self.hidden, self.hidden, bidirectional=True, batch_first=True)
             self.head = nn.Linear(2 * self.hidden, num_classes)
+        self.weights_dtype: torch.dtype | None = None  # hold_weights_in: reading with weights in another dtype
+
+    def hold_weights_in(self, dtype: torch.dtype) -> "CRNN":
+        """Hold every weight in ``dtype`` for reading (bfloat16 on a CPU with native bf16 kernels: no per-call casts,
+        unlike autocast); ``forward`` casts the images to it and returns float32 logits. ``torch.float32`` undoes it.
+        For inference only: training keeps float32 weights (autocast, ``train.amp``)."""
+        if not dtype.is_floating_point:
+            raise ValueError(f"weights must be a floating-point dtype, got {dtype}")
+        self.to(dtype)
+        self.weights_dtype = None if dtype == torch.float32 else dtype
+        return self
 
     def output_length(self, width: int | torch.Tensor) -> int | torch.Tensor:
         """Number of time steps T produced for an input of the given width (works on ints and int tensors)."""
@@ -195,6 +206,8 @@ class CRNN(nn.Module):
         return self.head(y)  # (B, T, K)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
+        if self.weights_dtype is not None:  # hold_weights_in: low-precision weights, float32 logits
+            return self.sequence(self.features(images.to(self.weights_dtype))).float()
         return self.sequence(self.features(images))
 
     def place(self, cnn_device: torch.device | str, seq_device: torch.device | str) -> "CRNN":

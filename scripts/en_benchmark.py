@@ -3,6 +3,7 @@ recognisers on the same real crops, one crop per call, in one run.
 
     python scripts/en_benchmark.py                                    # weights en on the real development set
     python scripts/en_benchmark.py --weights en --weights runs/en/best.pt --markdown card.md --json > en.json
+    python scripts/en_benchmark.py --weights en --bf16 en              # ...and read in bf16 weights, a row of its own
     python scripts/en_benchmark.py --data mine=path/to/folder --no-peers   # any folder with gt.txt, or an LMDB
     python scripts/en_benchmark.py --num 50 --work /tmp/eb              # a quick look
     python scripts/en_benchmark.py --build-dev                           # only build data/en_dev (for training)
@@ -191,12 +192,16 @@ def time_rounds(readers: dict[str, Callable[[str], str]], sample: list[str], rou
               file=sys.stderr, flush=True)
 
 
-def ours(weights: str) -> tuple[Column, Callable[[str], str]]:
-    """Our model through the public API, one crop per call: ``crnn.Recognizer(weights).read(path).text``."""
+def ours(weights: str, amp: str = "off") -> tuple[Column, Callable[[str], str]]:
+    """Our model through the public API, one crop per call: ``crnn.Recognizer(weights, amp=amp).read(path).text``
+    (``amp="bf16"``: the weights held in bfloat16, a column of its own named ``WEIGHTS (bf16)``)."""
     import crnn
 
-    rec = crnn.Recognizer(weights, device="cpu")
-    return Column(weights, how="crnn.Recognizer(weights).read(path): one crop per call"), lambda p: rec.read(p).text
+    rec = crnn.Recognizer(weights, device="cpu", amp=amp)
+    if amp == "off":
+        return Column(weights, how="crnn.Recognizer(weights).read(path): one crop per call"), lambda p: rec.read(p).text
+    return (Column(f"{weights} ({amp})", how=f"crnn.Recognizer(weights, amp='{amp}').read(path): one crop per call"),
+            lambda p: rec.read(p).text)
 
 
 def easyocr_reader() -> tuple[Column, Callable[[str], str] | None]:
@@ -360,6 +365,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--weights", action="append", metavar="NAME_OR_PATH",
                    help="our model: a shipped name (en) or a checkpoint; repeat for several (default: en)")
+    p.add_argument("--bf16", action="append", default=[], metavar="NAME_OR_PATH",
+                   help="also read this model with amp='bf16' (its weights held in bfloat16: faster on CPUs with "
+                        "native bf16 kernels), a row of its own; repeatable")
     p.add_argument("--data", action="append", default=[], metavar="NAME=PATH",
                    help="a set: a folder with gt.txt, an LMDB or a folder of LMDBs; repeatable (default: the real "
                         "development set, data/en_dev)")
@@ -406,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     makers = [(w, lambda w=w: ours(w)) for w in args.weights or ["en"]]
+    makers += [(f"{w} (bf16)", lambda w=w: ours(w, "bf16")) for w in args.bf16]
     if not args.no_peers:
         makers += [(EASYOCR, easyocr_reader), (PPOCR4, lambda: ppocr_reader(4, args.threads)),
                    (PPOCR6, lambda: ppocr_reader(6, args.threads))]

@@ -444,7 +444,8 @@ def ours(weights: str, sets: dict[str, list[str]], threads: int, width_step: int
          width_scale: float | None = None, amp: str = "off") -> Column:
     """Our model on every set: ``Recognizer.predict_paths`` (batches of <= 64 equal-width lines); ``width_step`` /
     ``width_scale`` override the checkpoint's ``data.width_step`` / ``data.read_width_scale``, ``amp`` reads in bf16
-    autocast (the column is then named ``WEIGHTS (width_step N, width_scale S, bf16)``)."""
+    (amp="bf16": on a CPU the weights held in bfloat16; the column is then named ``WEIGHTS (width_step N,
+    width_scale S, bf16)``)."""
     import torch
 
     from crnn.infer import Recognizer
@@ -741,7 +742,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="read our model(s) with data.read_width_scale S instead of the checkpoint's (1 = at the "
                         "trained widths); repeat for a column per value, e.g. --width-scale 1 --width-scale 1.15")
     p.add_argument("--amp", action="append", choices=("off", "bf16"), metavar="MODE",
-                   help="our model read in fp32 (off, the default) or bf16 autocast; repeat for a column each")
+                   help="our model read in fp32 (off, the default) or with its weights in bf16 (amp=bf16); repeat for "
+                        "a column each")
     p.add_argument("--num", type=int, default=500, help="lines per set (default 500)")
     p.add_argument("--work", default=str(REPO / "data" / "zh_bench"), help="where the sets are cached")
     p.add_argument("--sets", default=",".join(SETS), help=f"comma-separated sets of {','.join(ALL_SETS)} "

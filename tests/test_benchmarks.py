@@ -157,3 +157,23 @@ def test_comm_timer_step_record(bench):
     timer.end_step()
     assert timer.steps == [{"span_s": 1.0, "tail_s": 0.5, "busy_s": 0.75, "buckets": 2, "bytes": 12}]
     assert timer.launched == [] and timer.completed == []
+
+
+@pytest.mark.slow
+def test_bench_read_times_other_weights_as_an_arm_and_refuses_a_missing_file(tmp_path):
+    """--against CKPT: other weights read as an arm of their own beside the shipped path (a cheaper network's speed);
+    a path that is not there: one line, exit 1, no table."""
+    out = tmp_path / "r.json"
+    script = str(BENCH_DIR / "bench_read.py")
+    res = subprocess.run([sys.executable, script, "--quick", "--arms", "shipped,bf16", "--against",
+                          str(REPO / "weights" / "crnn_vgg_small.pt"), "--out", str(out)],
+                         cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = json.loads(out.read_text(encoding="utf-8"))["rows"]
+    assert [r["arm"] for r in rows] == ["shipped", "bf16", f"against {REPO / 'weights' / 'crnn_vgg_small.pt'}"]
+    assert all(r["crops_per_s"] > 0 for r in rows)
+    missing = tmp_path / "none.pt"
+    res = subprocess.run([sys.executable, script, "--quick", "--against", str(missing)], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1 and res.stderr.strip() == f"bench_read: error: --against {missing}: no such file"
+    assert "|" not in res.stdout

@@ -21,7 +21,7 @@ def test_demo_report_prints_the_demo_line(tmp_path):
     # the keys crnn-eval --json writes (tests/test_evaluate_cli.py checks that set)
     summary = {"weights": "w.pt", "variant": "vgg_small", "step": 10, "num_classes": 11, "protocol": "exact",
                "protocol_requested": "exact", "cer_first": True, "warnings": [],
-               "decoder": "greedy", "processes": 1, "device": "cpu",
+               "decoder": "greedy", "processes": 1, "device": "cpu", "amp": "off",
                "datasets": [{"path": "h.lmdb", "samples": 200, "word_acc": 0.915, "cer": 0.02,
                              "ned_similarity": 0.98, "ned": 0.98, "seconds": 1.0, "images_per_s": 200.0,
                              "undecodable_images": 0, "removed_share": 0.0,

@@ -145,3 +145,23 @@ def test_the_installed_peers_read_the_same_crops(bench, words, tmp_path, capsys)
     assert all(r["w"]["alnum-insensitive"]["word_acc"] >= 0.5 for r in ran), rows  # they read clean words
     if bench.PPOCR6 in rows and "skipped" not in rows[bench.PPOCR6]:  # issue 44's speed yardstick
         assert rows[bench.PPOCR6]["x_ppocr6_small"] == 1.0 and all("x_ppocr6_small" in r for r in ran)
+
+
+@needs_shipped
+def test_bf16_reads_the_model_again_as_a_row_of_its_own(bench, words, tmp_path, monkeypatch, capsys):
+    """--bf16 W: W read with amp='bf16' (weights held in bfloat16) as its own row after the float32 rows; its
+    figures are crnn-eval's with --amp bf16 on the same folder."""
+    _no_peers(monkeypatch)
+    argv = ["--weights", str(SHIPPED), "--bf16", str(SHIPPED), "--data", f"folder={words}", "--work",
+            str(tmp_path / "work"), "--json", "--no-peers", "--threads", "1", "--speed-rounds", "1",
+            "--speed-crops", "4", "--progress", "0"]
+    assert bench.main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["model"] for r in rows] == [str(SHIPPED), f"{SHIPPED} (bf16)"]
+    assert "amp='bf16'" in rows[1]["how"] and rows[1]["crops_per_s"] > 0
+    assert eval_main(["--weights", str(SHIPPED), "--data", str(words), "--protocol", "exact", "--json",
+                      "--workers", "0", "--amp", "bf16"]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["amp"] == "bf16"
+    assert rows[1]["folder"]["exact"]["word_acc"] == ev["datasets"][0]["word_acc"]
+    assert rows[1]["folder"]["exact"]["cer"] == ev["datasets"][0]["cer"]

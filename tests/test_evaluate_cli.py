@@ -23,7 +23,7 @@ from tests.conftest import shared_dataset
 
 IIIT5K = shared_dataset("iiit5k_train")  # None when the optional real crops are absent
 SUMMARY_KEYS = {"weights", "variant", "step", "num_classes", "protocol", "protocol_requested", "cer_first", "warnings",
-                "decoder", "processes", "device", "datasets", "overall"}
+                "decoder", "processes", "device", "amp", "datasets", "overall"}
 ROW_KEYS = {"path", "samples", "word_acc", "cer", "ned_similarity", "ned", "seconds", "images_per_s",
             "removed_share"}
 

@@ -36,7 +36,7 @@ an example each, characters never read right, and the errors worst first (--repo
 
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of crnn-eval."""
-    from crnn.infer import AMP_MODES, shipped_names_help
+    from crnn.infer import AMP_HELP, AMP_MODES, shipped_names_help
     from crnn.metrics import PROTOCOL_CHOICES
 
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, epilog=EPILOG,
@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--worst", type=int, default=5, help="show the N errors with the largest edit distance (default: 5)")
     p.add_argument("--json", action="store_true", help="print one JSON summary instead of the table")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (under torchrun: cuda:LOCAL_RANK)")
-    p.add_argument("--amp", choices=AMP_MODES, default="off", help="autocast: off (default), bf16, fp16 (CUDA)")
+    p.add_argument("--amp", choices=AMP_MODES, default="off", help=AMP_HELP)
     p.add_argument("--report", metavar="DIR", help="also write an HTML report of the errors to DIR/index.html")
     p.add_argument("--report-errors", type=int, default=500, metavar="N",
                    help="errors shown per dataset in the report, worst first, 100 per page (default: 500); "

@@ -37,7 +37,7 @@ class UsageError(ValueError):
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of crnn-predict."""
     from crnn.data.vertical import VERTICAL_MODES
-    from crnn.infer import AMP_MODES, shipped_names_help
+    from crnn.infer import AMP_HELP, AMP_MODES, shipped_names_help
 
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -51,8 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--beam-width", type=int, default=10, help="beam width for --decoder beam (default: 10)")
     p.add_argument("--lexicon", help="word list (one per line): answer the most likely word (needs --decoder beam)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
-    p.add_argument("--amp", choices=AMP_MODES, default="off",
-                   help="autocast: off (default), bf16 (CPU or CUDA), fp16 (CUDA only)")
+    p.add_argument("--amp", choices=AMP_MODES, default="off", help=AMP_HELP)
     p.add_argument("--vertical", choices=VERTICAL_MODES, default="warn",
                    help="crops at least twice as tall as wide: warn (read as they are, with a warning; default), "
                         "stack (lay the stacked characters side by side, top first, then read), rotate (a quarter "

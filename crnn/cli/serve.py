@@ -35,7 +35,7 @@ def byte_size(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of crnn-serve."""
-    from crnn.infer import shipped_names_help
+    from crnn.infer import AMP_HELP, AMP_MODES, shipped_names_help
     from crnn.serving.images import Limits
     from crnn.serving.service import TOKEN_ENV, ServeOptions
 
@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--token", help=f"require 'Authorization: Bearer TOKEN' (default: ${TOKEN_ENV}, else none; the "
                                    "variable keeps it out of the process list)")
     p.add_argument("--device", default=d.device, help="auto | cpu | cuda | cuda:N (default: auto)")
-    p.add_argument("--amp", choices=("off", "bf16", "fp16"), default=d.amp, help="autocast (default: off)")
+    p.add_argument("--amp", choices=AMP_MODES, default=d.amp, help=AMP_HELP)
     p.add_argument("--threads", type=int, help="torch threads for the network (default: cores - 1, at least 1)")
     p.add_argument("--decode-threads", type=int, default=d.decode_threads,
                    help=f"threads that decode and resize images (default: {d.decode_threads})")

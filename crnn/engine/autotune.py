@@ -94,3 +94,42 @@ def choose_amp(model: torch.nn.Module, device: torch.device, in_channels: int, h
     if D.is_dist():
         choice = D.broadcast_object(choice)
     return choice
+
+
+READ_BF16_MIN_SPEEDUP = 1.1  # reading: bf16 weights must beat float32 by this factor for amp=auto to pick them
+
+
+def measure_read_bf16_speedup(model: torch.nn.Module, in_channels: int, height: int, width: int,
+                              reps: int = 5) -> float:
+    """float32 time / bf16-weights time of one crop's forward pass through a copy of ``model`` (a CRNN; not touched),
+    the two interleaved so that a busy moment hits both."""
+    probe = copy.deepcopy(model).eval()
+    images = torch.rand(1, in_channels, height, width, generator=torch.Generator().manual_seed(0))
+    fast = copy.deepcopy(probe).hold_weights_in(torch.bfloat16)
+    best = {"off": float("inf"), "bf16": float("inf")}
+    with torch.inference_mode():
+        for net in (probe, fast):  # warm-up: oneDNN builds its kernels on first use
+            net(images)
+        for _ in range(reps):
+            for amp, net in (("off", probe), ("bf16", fast)):
+                t0 = time.perf_counter()
+                net(images)
+                best[amp] = min(best[amp], time.perf_counter() - t0)
+    return best["off"] / best["bf16"]
+
+
+def choose_read_amp(model: torch.nn.Module, device: torch.device, in_channels: int, height: int,
+                    width: int) -> AmpChoice:
+    """``amp=auto`` for reading: bf16 where this device reads measurably faster in it, else off."""
+    if device.type == "cuda":
+        if torch.cuda.is_bf16_supported():
+            return AmpChoice("bf16", "this GPU supports bf16")
+        return AmpChoice("off", "this GPU has no bf16 support")
+    if device.type != "cpu":
+        return AmpChoice("off", f"no automatic choice for device type {device.type!r}")
+    if not cpu_bf16_capable():
+        return AmpChoice("off", "this CPU has no native bf16 kernels")
+    speedup = measure_read_bf16_speedup(model, in_channels, height, width)
+    amp = "bf16" if speedup >= READ_BF16_MIN_SPEEDUP else "off"
+    return AmpChoice(amp, f"one crop read in bf16 weights measured {speedup:.2f}x float32 on this CPU and needs "
+                          f">= {READ_BF16_MIN_SPEEDUP}x", speedup)

@@ -137,7 +137,7 @@ def _run(paths: list[str], weights: str | None, s: EvalSettings, config: str | N
                         enabled=get_rank() == 0, size=lambda b: len(b.labels) + getattr(b, "num_skipped", 0))
         t0 = time.perf_counter()
         res = evaluate(rec.model, batches, rec.charset, device, protocol=s.protocol,
-                       decoder=s.decoder, amp=s.amp, keep_errors=s.worst, max_examples=0,
+                       decoder=s.decoder, amp=rec.amp, keep_errors=s.worst, max_examples=0,
                        beam_width=s.beam_width, on_batch=recorder)
         reports.append(DatasetReport(path, res, time.perf_counter() - t0))
         recorded.append(recorder.gathered() if recorder else None)  # collective under torchrun
@@ -197,7 +197,7 @@ def summarize(reports: list[DatasetReport], weights: str, ckpt, rec, protocol_re
     return {"weights": weights, "variant": rec.config.model.variant, "step": ckpt.step,
             "num_classes": rec.charset.num_classes, "protocol": protocol, "protocol_requested": protocol_requested,
             "cer_first": cer_first(rec.charset.chars), "warnings": warnings, "decoder": decoder,
-            "processes": world, "device": device, "datasets": datasets, "overall": overall}
+            "processes": world, "device": device, "amp": rec.amp, "datasets": datasets, "overall": overall}
 
 
 def print_table(s: dict, out: TextIO) -> None:

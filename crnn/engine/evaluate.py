@@ -43,6 +43,14 @@ def autocast_context(device: torch.device, amp: str) -> contextlib.AbstractConte
     return torch.autocast(device.type, dtype=dtype)
 
 
+def reading_context(model: torch.nn.Module, device: torch.device, amp: str) -> contextlib.AbstractContextManager:
+    """:func:`autocast_context` for reading with ``model``, except for a model that holds its weights in a low
+    precision already (``CRNN.hold_weights_in``, the CPU's amp=bf16 for reading): none, as casts would only cost."""
+    if getattr(model, "weights_dtype", None) is not None:
+        return contextlib.nullcontext()
+    return autocast_context(device, amp)
+
+
 @torch.inference_mode()
 def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device: torch.device, *,
              protocol: str = "auto", decoder: str = "greedy", amp: str = "off",
@@ -70,7 +78,7 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
         if len(batch.labels) == 0:  # every image of the batch was undecodable
             continue
         images = batch.images.to(device, non_blocking=True)
-        with autocast_context(device, amp):
+        with reading_context(model, device, amp):
             logits = model(images)  # (B, T, K)
         kw = {"beam_width": beam_width} if decoder == "beam" else {}
         readings = decode(logits.float(), charset, method=decoder, **kw)

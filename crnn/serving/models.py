@@ -17,7 +17,7 @@ import torch
 from PIL import Image
 
 from crnn.decode import Lexicon, decode
-from crnn.engine.evaluate import autocast_context
+from crnn.engine.evaluate import reading_context
 from crnn.infer import WEIGHTS_BY_NAME, Recognizer, resolve_weights
 from crnn.serving.align import char_confidences
 from crnn.serving.errors import ServeError
@@ -90,7 +90,7 @@ class ModelSlot:
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """Equal-width images ``[B, C, H, W]`` -> float32 logits ``[B, T, K]`` on the CPU."""
         engine = self.engine
-        with autocast_context(engine.device, engine.amp):
+        with reading_context(engine.model, engine.device, engine.amp):
             logits = engine.model(images.to(engine.device, non_blocking=True))  # (B, T, K)
         return logits.float().cpu()
 
