@@ -40,8 +40,8 @@ from crnn.model import CRNN
 __all__ = ["Recognizer", "Prediction", "InferenceError", "ImageReadError", "AMP_MODES", "AMP_HELP", "IMAGE_EXTENSIONS",
            "resolve_device", "load_image", "width_batches", "split_by_width", "read_at_own_width", "default_weights",
            "fallback_spec", "read_lexicon", "WEIGHTS_BY_NAME", "WEIGHTS_READS", "weights_folder", "resolve_weights",
-           "shipped_names_help", "INFER_MAX_WIDTH", "SqueezeWarning", "VerticalWarning", "VerticalCandidates",
-           "FallbackWeightsWarning", "find_images", "expand_inputs"]
+           "shipped_names_help", "INFER_MAX_WIDTH", "SqueezeWarning", "VerticalWarning", "PrecisionWarning",
+           "VerticalCandidates", "FallbackWeightsWarning", "find_images", "expand_inputs"]
 
 # reading precision: off (float32) | auto (bf16 where measured faster here) | bf16 (on a CPU: the weights held in
 # bfloat16; on CUDA: autocast) | fp16 (CUDA autocast)
@@ -108,6 +108,10 @@ def resolve_device(name: str) -> torch.device:
 
 class FallbackWeightsWarning(UserWarning):
     """The shipped model asked for is not in this checkout; another one reads instead (the message names both)."""
+
+
+class PrecisionWarning(UserWarning):
+    """amp=bf16 asked for on a CPU without native bf16 kernels: it reads, but slower than float32."""
 
 
 class SqueezeWarning(UserWarning):
@@ -317,6 +321,12 @@ class Recognizer:
             choice = choose_read_amp(self.model, self.device, config.model.in_channels, d.height,
                                      d.width if not d.keep_ratio else max(d.min_width, 100))
             amp, self.amp_reason = choice.amp, choice.reason
+        if amp == "bf16" and self.device.type == "cpu" and not self.amp_reason:
+            from crnn.engine.autotune import cpu_bf16_capable
+
+            if not cpu_bf16_capable():
+                warnings.warn("amp=bf16: this CPU has no native bf16 kernels, so bf16 reads slower than float32 here; "
+                              "use --amp off (or auto, which measures)", PrecisionWarning, stacklevel=2)
         if amp == "bf16" and self.device.type == "cpu" and isinstance(self.model, CRNN):
             # no autocast: it casts every weight on every call; held in bf16 once, a crop reads 1.3x (English) to
             # 1.9x (Chinese) as fast on a CPU with native bf16 kernels (benchmarks/README.md, bench_read.py)

@@ -96,3 +96,26 @@ def test_crnn_eval_reads_and_says_bf16(tmp_path):
     runs = {amp: evaluate_datasets(str(tmp_path), "en", EvalSettings(device="cpu", amp=amp)) for amp in ("off", "bf16")}
     assert runs["off"]["amp"] == "off" and runs["bf16"]["amp"] == "bf16"
     assert runs["off"]["overall"]["word_acc"] == runs["bf16"]["overall"]["word_acc"] == 1.0
+
+
+def test_bf16_on_a_cpu_without_native_kernels_warns_once_and_still_reads(monkeypatch, recwarn):
+    from crnn.infer import PrecisionWarning
+
+    monkeypatch.setattr(autotune, "cpu_bf16_capable", lambda: False)
+    rec = Recognizer.from_checkpoint("en", device="cpu", amp="bf16")
+    got = [w for w in recwarn if w.category is PrecisionWarning]
+    assert len(got) == 1 and "no native bf16 kernels" in str(got[0].message) and "--amp off" in str(got[0].message)
+    assert rec.amp == "bf16"
+    monkeypatch.setattr(autotune, "cpu_bf16_capable", lambda: True)
+    Recognizer.from_checkpoint("en", device="cpu", amp="bf16")
+    assert len([w for w in recwarn if w.category is PrecisionWarning]) == 1  # none where the kernels are native
+
+
+def test_crnn_predict_says_the_precision_warning_in_one_line(monkeypatch, capsys):
+    from crnn.cli.predict import main
+
+    monkeypatch.setattr(autotune, "cpu_bf16_capable", lambda: False)
+    assert main(["--device", "cpu", "--amp", "bf16", str(SAMPLE)]) == 0
+    out, err = capsys.readouterr()
+    assert out.split("\t")[1] == "IMMEDIATELY"
+    assert err.splitlines()[0].startswith("crnn-predict: warning: amp=bf16: this CPU has no native bf16 kernels")
