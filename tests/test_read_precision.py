@@ -119,3 +119,9 @@ def test_crnn_predict_says_the_precision_warning_in_one_line(monkeypatch, capsys
     out, err = capsys.readouterr()
     assert out.split("\t")[1] == "IMMEDIATELY"
     assert err.splitlines()[0].startswith("crnn-predict: warning: amp=bf16: this CPU has no native bf16 kernels")
+
+
+def test_auto_needs_no_measurement_off_the_cpu():
+    assert autotune.unmeasured_choice(torch.device("cpu")) is None  # the CPU is measured
+    meta = autotune.choose_read_amp(_tiny(), torch.device("meta"), 1, 32, 64)
+    assert (meta.amp, meta.reason) == ("off", "no automatic choice for device type 'meta'")

@@ -73,15 +73,23 @@ def measure_bf16_speedup(model: torch.nn.Module, in_channels: int, height: int, 
     return min(times["off"]) / min(times["bf16"])
 
 
-def choose_amp(model: torch.nn.Module, device: torch.device, in_channels: int, height: int, width: int,
-               batch: int, channels_last: bool) -> AmpChoice:
-    """The fastest autocast mode for training ``model`` on ``device`` (rank 0 decides under DDP)."""
+def unmeasured_choice(device: torch.device, gpu_hint: str = "") -> AmpChoice | None:
+    """``auto`` where nothing needs measuring: on CUDA bf16 if the GPU supports it (else off, plus ``gpu_hint``), on
+    other non-CPU devices off; None on a CPU, where the caller measures."""
     if device.type == "cuda":
         if torch.cuda.is_bf16_supported():
             return AmpChoice("bf16", "this GPU supports bf16")
-        return AmpChoice("off", "this GPU has no bf16 support (train.amp=fp16 is the choice to try)")
+        return AmpChoice("off", f"this GPU has no bf16 support{gpu_hint}")
     if device.type != "cpu":
         return AmpChoice("off", f"no automatic choice for device type {device.type!r}")
+    return None
+
+
+def choose_amp(model: torch.nn.Module, device: torch.device, in_channels: int, height: int, width: int,
+               batch: int, channels_last: bool) -> AmpChoice:
+    """The fastest autocast mode for training ``model`` on ``device`` (rank 0 decides under DDP)."""
+    if (fixed := unmeasured_choice(device, " (train.amp=fp16 is the choice to try)")) is not None:
+        return fixed
     choice = None
     if D.get_rank() == 0:
         if not cpu_bf16_capable():
@@ -121,12 +129,8 @@ def measure_read_bf16_speedup(model: torch.nn.Module, in_channels: int, height: 
 def choose_read_amp(model: torch.nn.Module, device: torch.device, in_channels: int, height: int,
                     width: int) -> AmpChoice:
     """``amp=auto`` for reading: bf16 where this device reads measurably faster in it, else off."""
-    if device.type == "cuda":
-        if torch.cuda.is_bf16_supported():
-            return AmpChoice("bf16", "this GPU supports bf16")
-        return AmpChoice("off", "this GPU has no bf16 support")
-    if device.type != "cpu":
-        return AmpChoice("off", f"no automatic choice for device type {device.type!r}")
+    if (fixed := unmeasured_choice(device)) is not None:
+        return fixed
     if not cpu_bf16_capable():
         return AmpChoice("off", "this CPU has no native bf16 kernels")
     speedup = measure_read_bf16_speedup(model, in_channels, height, width)
