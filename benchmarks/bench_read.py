@@ -22,8 +22,9 @@ round, so that a machine whose speed drifts moves them all alike and none is alw
 - ``onnxruntime``: the model exported by ``crnn-export --format onnx`` and run by onnxruntime (as the peers run),
   our preprocessing and decoding around it (needs ``pip install -e '.[export]'``);
 - ``1 thread``: ``shipped`` with torch limited to one thread (one crop's convolutions are small);
-- ``--against CKPT`` (repeatable): other weights read the same way as ``shipped`` (fp32), e.g. a cheaper network
-  trained by a lever probe: what it would gain in speed (its accuracy is the probe's to say).
+- ``--against CKPT`` (repeatable): other weights read the same way as ``shipped`` (fp32; ``--against-amp bf16``: as
+  the ``bf16`` arm), e.g. a cheaper network trained by a lever probe, or a wider one grown by
+  ``tools/widen_lstm.py``: what it would gain or cost in speed (its accuracy is the probe's to say).
 
 ``same`` counts the crops whose text equals ``shipped``'s. The crops: a folder with ``gt.txt`` (``image<TAB>label``);
 the default, ``data/en_dev``, is built by ``python scripts/en_benchmark.py --build-dev`` from the shared real crops;
@@ -59,6 +60,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated arms (default: all: {','.join(ARMS)})")
     p.add_argument("--against", action="append", default=[], metavar="CKPT",
                    help="also time these weights (a checkpoint or a shipped name) as an arm of their own; repeatable")
+    p.add_argument("--against-amp", choices=("off", "bf16"), default="off",
+                   help="how the --against arms read: off (fp32, as 'shipped', the default) or bf16 (as 'bf16')")
     p.add_argument("--quick", action="store_true", help=f"{QUICK_NUM} crops, 1 round (for CI)")
     p.add_argument("--out", help="write the results as JSON here")
     args = p.parse_args(argv)
@@ -110,14 +113,14 @@ class _OnnxModel:
         return torch.from_numpy(self.session.run(None, {self.name: images.contiguous().numpy()})[0])
 
 
-def make_arm(name: str, weights: str, threads: int, work: Path):
+def make_arm(name: str, weights: str, threads: int, work: Path, against_amp: str = "off"):
     """(recogniser, torch threads) for one arm: the same weights, run another way (None: its package is missing)."""
     import torch
 
     import crnn
 
     if name.startswith("against "):
-        return crnn.Recognizer(name[len("against "):]), threads
+        return crnn.Recognizer(name[len("against "):], amp=against_amp), threads
     rec = crnn.Recognizer(weights, amp="bf16" if name == "bf16" else "off")
     model = rec._engine.model
     if name == "bf16 autocast":  # float32 weights under torch.autocast: what amp=bf16 did before
@@ -198,14 +201,16 @@ def main(argv: list[str] | None = None) -> int:
         else:
             source = str(data)
         paths = read_paths(data, args.num)
-        made = {n: make_arm(n, args.weights, args.threads, Path(work)) for n in names}
+        made = {n: make_arm(n, args.weights, args.threads, Path(work), args.against_amp) for n in names}
         arms = {n: a for n, a in made.items() if a is not None}
         texts, speed = time_arms(arms, paths, args.rounds)
+        precision = {n: getattr(rec, "amp", "off") for n, (rec, _) in arms.items()}
     rows = []
     for n, v in speed.items():
         ratios = [a / b for a, b in zip(v, speed["shipped"])]
-        rows.append({"arm": n, "crops_per_s": statistics.median(v), "ratio": statistics.median(ratios),
-                     "same": sum(a == b for a, b in zip(texts[n], texts["shipped"])), "rounds": v})
+        label = f"{n} ({args.against_amp})" if n.startswith("against ") and args.against_amp != "off" else n
+        rows.append({"arm": label, "crops_per_s": statistics.median(v), "ratio": statistics.median(ratios),
+                     "same": sum(a == b for a, b in zip(texts[n], texts["shipped"])), "amp": precision[n], "rounds": v})
     print(f"{args.weights} on {len(paths)} crops of {source}, {args.rounds} rounds, {cpu_name()}")
     print("| arm | crops/s (median) | x shipped (median of rounds) | same text as shipped |")
     print("| --- | --- | --- | --- |")

@@ -161,8 +161,9 @@ def test_comm_timer_step_record(bench):
 
 @pytest.mark.slow
 def test_bench_read_times_other_weights_as_an_arm_and_refuses_a_missing_file(tmp_path):
-    """--against CKPT: other weights read as an arm of their own beside the shipped path (a cheaper network's speed);
-    a path that is not there: one line, exit 1, no table."""
+    """--against CKPT: other weights read as an arm of their own beside the shipped path (a cheaper network's speed),
+    in fp32 or, with --against-amp bf16, as the bf16 arm reads; a path that is not there: one line, exit 1, no
+    table."""
     out = tmp_path / "r.json"
     script = str(BENCH_DIR / "bench_read.py")
     res = subprocess.run([sys.executable, script, "--quick", "--arms", "shipped,bf16", "--against",
@@ -172,6 +173,12 @@ def test_bench_read_times_other_weights_as_an_arm_and_refuses_a_missing_file(tmp
     rows = json.loads(out.read_text(encoding="utf-8"))["rows"]
     assert [r["arm"] for r in rows] == ["shipped", "bf16", f"against {REPO / 'weights' / 'crnn_vgg_small.pt'}"]
     assert all(r["crops_per_s"] > 0 for r in rows)
+    assert [r["amp"] for r in rows] == ["off", "bf16", "off"]
+    res = subprocess.run([sys.executable, script, "--quick", "--arms", "shipped", "--against", "en", "--against-amp",
+                          "bf16", "--out", str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = json.loads(out.read_text(encoding="utf-8"))["rows"]
+    assert [(r["arm"], r["amp"]) for r in rows] == [("shipped", "off"), ("against en (bf16)", "bf16")]
     missing = tmp_path / "none.pt"
     res = subprocess.run([sys.executable, script, "--quick", "--against", str(missing)], cwd=REPO,
                          capture_output=True, text=True, timeout=120)

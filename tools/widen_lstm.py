@@ -1,0 +1,141 @@
+"""Grow a trained CRNN's LSTMs to a larger hidden size without changing what it reads (issue 44's capacity probe).
+
+    python tools/widen_lstm.py weights/crnn_en.pt /tmp/en_h192.pt --hidden 192
+    python tools/widen_lstm.py weights/crnn_en.pt /tmp/en_h192.pt --hidden 192 --seed 1
+
+The new hidden units start with small random incoming weights (the LSTM's own uniform(+-1/sqrt(hidden)) range) and
+zero outgoing weights, so the grown model's logits equal the trained model's (checked before saving: the file is not
+written when they differ by more than 1e-5), and training from it grows the new units out of the old model's answers
+instead of starting over: a short lever probe from the grown file against one from the trained file says whether the
+capacity pays (``train.init_weights=OUT model.hidden=N``; ``scripts/lever_probe.sh`` with ``PACK=OUT``), and
+``benchmarks/bench_read.py --against OUT`` what it costs in reading speed.
+
+Variants whose second BiLSTM ends in the plain ``nn.LSTM`` and a ``Linear(2 * hidden, classes)`` head (``vgg``,
+``vgg_small``, ``vgg_w8``, ``vgg_small_w8``, ``resnet18``) only. The output is a weights-only checkpoint with the
+trained file's config (``model.hidden`` set) and alphabet, and whatever else it carried: a sitting pack (fp16
+weights and the run's counters) stays one, so a run that resumes from the grown pack goes on counting its steps,
+lines seen and CPU-hours where the narrower run stopped (``scripts/sitting.sh``, ``train.steps`` raised).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import torch
+from torch import nn
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from crnn.engine.checkpoint import (  # noqa: E402
+    CheckpointError, build_from_checkpoint, load_checkpoint, model_checkpoint, save_checkpoint,
+)
+from crnn.model import CRNN, VARIANTS, build_model  # noqa: E402
+
+GATES = 4  # nn.LSTM stacks the input, forget, cell and output gates' rows
+
+
+def _gate_rows(old: torch.Tensor, new: torch.Tensor, h_old: int, h_new: int) -> None:
+    """Copy ``old``'s rows of each gate block (``h_old`` rows) to the start of ``new``'s blocks (``h_new`` rows)."""
+    for g in range(GATES):
+        new[g * h_new:g * h_new + h_old] = old[g * h_old:(g + 1) * h_old]
+
+
+def _grow_lstm(old: nn.LSTM, new: nn.LSTM, in_map: list[tuple[int, int, int]], gen: torch.Generator) -> None:
+    """``new`` (hidden h_new, inputs grown as ``in_map`` says) computes ``old``'s hidden units first, unchanged.
+
+    ``in_map``: (old start, new start, count) runs of input columns that carry the old inputs. The old units' rows
+    hold their old weights on those columns and on the old units' recurrent columns, zero elsewhere; the new units'
+    rows are random on every column."""
+    h_old, h_new = old.hidden_size, new.hidden_size
+    bound = 1.0 / math.sqrt(h_new)
+    for name, p_new in new.named_parameters():
+        p_old = getattr(old, name).detach()
+        fresh = torch.empty(p_new.shape).uniform_(-bound, bound, generator=gen)
+        runs = [(0, 0, 1)] if name.startswith("bias") else in_map if name.startswith("weight_ih") else [(0, 0, h_old)]
+        for g in range(GATES):
+            rows = slice(g * h_new, g * h_new + h_old)
+            if name.startswith("bias"):
+                fresh[rows] = p_old[g * h_old:(g + 1) * h_old]
+                continue
+            fresh[rows] = 0.0
+            for o, n, c in runs:
+                fresh[rows, n:n + c] = p_old[g * h_old:(g + 1) * h_old, o:o + c]
+        with torch.no_grad():
+            p_new.copy_(fresh)
+
+
+def _grow_linear(old: nn.Linear, new: nn.Linear, in_map: list[tuple[int, int, int]], out_old: int,
+                 gen: torch.Generator) -> None:
+    """``new``'s first ``out_old`` outputs equal ``old``'s (old inputs mapped by ``in_map``, new inputs weighed 0);
+    outputs beyond them (when the output grows) have random weights and zero bias (the next layer reads them with
+    weight 0)."""
+    w = torch.zeros(new.weight.shape)
+    for o, n, c in in_map:
+        w[:out_old, n:n + c] = old.weight.detach()[:, o:o + c]
+    bound = 1.0 / math.sqrt(new.in_features)
+    w[out_old:] = torch.empty(new.out_features - out_old, new.in_features).uniform_(-bound, bound, generator=gen)
+    b = torch.zeros(new.out_features)
+    b[:out_old] = old.bias.detach()
+    with torch.no_grad():
+        new.weight.copy_(w)
+        new.bias.copy_(b)
+
+
+def widen_lstm(model: CRNN, hidden: int, seed: int = 0) -> CRNN:
+    """A copy of ``model`` with LSTM hidden size ``hidden`` (> its own) that computes the same logits."""
+    spec = VARIANTS[model.variant]
+    if spec.head_proj:
+        raise ValueError(f"variant {model.variant!r} ends in a projected BiLSTM (EasyOCR's layout): not supported")
+    h = model.hidden
+    if hidden <= h:
+        raise ValueError(f"hidden size {hidden} must exceed the model's own, {h}")
+    gen = torch.Generator().manual_seed(seed)
+    grown = build_model(model.variant, model.in_channels, model.num_classes, hidden, model.batch_norm)
+    grown.cnn.load_state_dict(model.cnn.state_dict())
+    bi = [(0, 0, h), (h, hidden, h)]  # a BiLSTM's output: forward units then backward units
+    _grow_lstm(model.rnn1.lstm, grown.rnn1.lstm, [(0, 0, spec.feat_channels)], gen)
+    # rnn1's projection: its old outputs unchanged; its new outputs (rnn2's new inputs) random, read with weight 0
+    _grow_linear(model.rnn1.proj, grown.rnn1.proj, bi, h, gen)
+    _grow_lstm(model.rnn2, grown.rnn2, [(0, 0, h)], gen)
+    _grow_linear(model.head, grown.head, bi, model.num_classes, gen)
+    return grown.eval()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("src", help="a crnn checkpoint (e.g. weights/crnn_en.pt)")
+    p.add_argument("out", help="where to write the grown weights")
+    p.add_argument("--hidden", type=int, required=True, help="the new LSTM hidden size (above the model's)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the new units' random weights (default 0)")
+    args = p.parse_args(argv)
+    try:
+        ckpt = load_checkpoint(args.src)
+        model, charset, cfg = build_from_checkpoint(ckpt)
+        grown = widen_lstm(model, args.hidden, args.seed)
+    except (CheckpointError, ValueError) as e:
+        sys.exit(f"widen_lstm: error: {e}")
+    x = torch.rand(4, model.in_channels, 32, 100, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        diff = (grown(x) - model(x)).abs().max().item()
+    if diff > 1e-5:
+        sys.exit(f"widen_lstm: error: the grown model's logits differ from {args.src}'s by {diff:.2e}; nothing written")
+    cfg.model.hidden = args.hidden
+    out = model_checkpoint(grown, cfg, charset)
+    if ckpt.raw.get("dtype") == "float16":  # a sitting pack's weights: fp16 (the trained ones were fp16 already)
+        out["model"] = {k: v.half() if v.is_floating_point() else v for k, v in out["model"].items()}
+    out.update({k: v for k, v in ckpt.raw.items() if k not in out})  # counters, step, "resumable", ...
+    save_checkpoint(out, args.out)
+    state = ckpt.raw.get("state") if ckpt.raw.get("resumable") else None
+    counters = (f"; a sitting pack at step {state['step']:,} ({state['images_seen']:,} lines seen): a run resumed from "
+                f"it counts on from there" if isinstance(state, dict) and "step" in state else "")
+    print(f"{args.out}: hidden {model.hidden} -> {args.hidden}, {sum(q.numel() for q in model.parameters()):,} -> "
+          f"{sum(q.numel() for q in grown.parameters()):,} parameters, logits equal (max difference {diff:.1e})"
+          f"{counters}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
