@@ -37,12 +37,6 @@ from crnn.model import CRNN, VARIANTS, build_model  # noqa: E402
 GATES = 4  # nn.LSTM stacks the input, forget, cell and output gates' rows
 
 
-def _gate_rows(old: torch.Tensor, new: torch.Tensor, h_old: int, h_new: int) -> None:
-    """Copy ``old``'s rows of each gate block (``h_old`` rows) to the start of ``new``'s blocks (``h_new`` rows)."""
-    for g in range(GATES):
-        new[g * h_new:g * h_new + h_old] = old[g * h_old:(g + 1) * h_old]
-
-
 def _grow_lstm(old: nn.LSTM, new: nn.LSTM, in_map: list[tuple[int, int, int]], gen: torch.Generator) -> None:
     """``new`` (hidden h_new, inputs grown as ``in_map`` says) computes ``old``'s hidden units first, unchanged.
 
@@ -54,15 +48,14 @@ def _grow_lstm(old: nn.LSTM, new: nn.LSTM, in_map: list[tuple[int, int, int]], g
     for name, p_new in new.named_parameters():
         p_old = getattr(old, name).detach()
         fresh = torch.empty(p_new.shape).uniform_(-bound, bound, generator=gen)
-        runs = [(0, 0, 1)] if name.startswith("bias") else in_map if name.startswith("weight_ih") else [(0, 0, h_old)]
-        for g in range(GATES):
-            rows = slice(g * h_new, g * h_new + h_old)
+        for g in range(GATES):  # each gate's block of rows: the old units first
+            rows, old_rows = slice(g * h_new, g * h_new + h_old), slice(g * h_old, (g + 1) * h_old)
             if name.startswith("bias"):
-                fresh[rows] = p_old[g * h_old:(g + 1) * h_old]
+                fresh[rows] = p_old[old_rows]
                 continue
             fresh[rows] = 0.0
-            for o, n, c in runs:
-                fresh[rows, n:n + c] = p_old[g * h_old:(g + 1) * h_old, o:o + c]
+            for o, n, c in in_map if name.startswith("weight_ih") else [(0, 0, h_old)]:
+                fresh[rows, n:n + c] = p_old[old_rows, o:o + c]
         with torch.no_grad():
             p_new.copy_(fresh)
 
