@@ -30,9 +30,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from crnn.engine.checkpoint import (  # noqa: E402
-    CheckpointError, build_from_checkpoint, load_checkpoint, model_checkpoint, save_checkpoint,
+    CheckpointError, build_from_checkpoint, load_checkpoint, model_checkpoint, save_checkpoint, weights_only_checkpoint,
 )
-from crnn.model import CRNN, VARIANTS, build_model  # noqa: E402
+from crnn.model import CRNN, VARIANTS, build_model, count_parameters  # noqa: E402
 
 GATES = 4  # nn.LSTM stacks the input, forget, cell and output gates' rows
 
@@ -116,16 +116,15 @@ def main(argv: list[str] | None = None) -> int:
     if diff > 1e-5:
         sys.exit(f"widen_lstm: error: the grown model's logits differ from {args.src}'s by {diff:.2e}; nothing written")
     cfg.model.hidden = args.hidden
-    out = model_checkpoint(grown, cfg, charset)
-    if ckpt.raw.get("dtype") == "float16":  # a sitting pack's weights: fp16 (the trained ones were fp16 already)
-        out["model"] = {k: v.half() if v.is_floating_point() else v for k, v in out["model"].items()}
+    # a sitting pack's weights are fp16 (the trained ones were fp16 already): the grown pack's too
+    out = weights_only_checkpoint(model_checkpoint(grown, cfg, charset), half=ckpt.raw.get("dtype") == "float16")
     out.update({k: v for k, v in ckpt.raw.items() if k not in out})  # counters, step, "resumable", ...
     save_checkpoint(out, args.out)
     state = ckpt.raw.get("state") if ckpt.raw.get("resumable") else None
     counters = (f"; a sitting pack at step {state['step']:,} ({state['images_seen']:,} lines seen): a run resumed from "
                 f"it counts on from there" if isinstance(state, dict) and "step" in state else "")
-    print(f"{args.out}: hidden {model.hidden} -> {args.hidden}, {sum(q.numel() for q in model.parameters()):,} -> "
-          f"{sum(q.numel() for q in grown.parameters()):,} parameters, logits equal (max difference {diff:.1e})"
+    print(f"{args.out}: hidden {model.hidden} -> {args.hidden}, {count_parameters(model):,} -> "
+          f"{count_parameters(grown):,} parameters, logits equal (max difference {diff:.1e})"
           f"{counters}")
     return 0
 
