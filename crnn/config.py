@@ -26,6 +26,10 @@ class ModelConfig:
     in_channels: int = 1  # 1 = grayscale, 3 = RGB
     hidden: int = 0  # LSTM hidden size; 0 = the variant's default
     batch_norm: bool = True  # false: a BN-free network (batch-size independent; used by equivalence tests)
+    # VGG variants: convolution widths times this (multiples of 8; vgg_small_w8 at 2.0 has vgg_w8's convolutions);
+    # tools/grow_cnn.py grows a trained file to it without changing what it reads
+    cnn_width: float = 1.0
+    res_blocks: int = 0  # VGG variants: residual blocks after each of the 2nd, 3rd and 4th pools (identity at start)
     # digits | alnum36 | printable94 | printable95 (with space) | zh_gb2312 | an alphabet file | the characters themselves
     charset: str = "alnum36"
     charset_encoding: str = "auto"  # alphabet file encoding: auto (BOM, UTF-8, then GB18030) | utf-8 | gbk | utf-16 | ...
@@ -140,6 +144,11 @@ class TrainConfig:
     min_lr_ratio: float = 0.01
     steps: int = 1000  # optimizer steps in total
     stop_after: int = 0  # >0: stop (saving last.pt) after this many steps in this invocation; resume continues
+    # >0: the run ends (validating, saving last.pt) once it has spent this many CPU-hours in all (every process and
+    # its loader workers, counted across sittings as the curve's cpu_seconds; train.steps still caps it): the budget
+    # of a lever probe whose arms cost differently per step
+    cpu_hours: float = 0.0
+    val_every_cpu_hours: float = 0.0  # >0: also validate whenever the run's CPU-hours pass a multiple of this
     grad_clip: float = 5.0  # 0 = off
     accum_steps: int = 1
     seed: int = 0
@@ -461,6 +470,12 @@ def validate(cfg: Config) -> None:
     for p in cfg.train.extra_protocols:
         if p not in protocols:
             raise ConfigError(f"train.extra_protocols: {p!r} is not one of {', '.join(protocols)}")
+    for key in ("cpu_hours", "val_every_cpu_hours"):
+        if getattr(cfg.train, key) < 0:
+            raise ConfigError(f"train.{key}: must be 0 (off) or positive, got {getattr(cfg.train, key):g}")
+    if cfg.model.cnn_width <= 0 or cfg.model.res_blocks < 0:
+        raise ConfigError(f"model.cnn_width must be positive and model.res_blocks at least 0, got "
+                          f"{cfg.model.cnn_width:g} and {cfg.model.res_blocks}")
     if cfg.train.model_parallel and len(cfg.train.model_parallel) != 2:
         raise ConfigError("train.model_parallel: give two devices, e.g. [cuda:0, cuda:1]")
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-__all__ = ["CRNN", "VARIANTS", "build_model", "count_parameters"]
+__all__ = ["CRNN", "ResBlock", "VARIANTS", "build_model", "build_model_from", "count_parameters", "scaled_widths"]
 
 
 @dataclass(frozen=True)
@@ -39,23 +39,54 @@ def _conv(cin: int, cout: int, k: int = 3, p: int = 1, bn: bool = False) -> list
     return layers
 
 
-def vgg_backbone(in_channels: int, ch: tuple[int, ...], batch_norm: bool = True, stride8: bool = False) -> nn.Sequential:
+class ResBlock(nn.Module):
+    """A residual block at one stage's width and resolution: ``x + BN(conv3x3(ReLU(BN(conv3x3(x)))))``.
+
+    The last BatchNorm starts with gamma = beta = 0 (without BatchNorm: the second convolution starts at zero), so a
+    block is an exact identity until it trains: inserted into a trained network it changes nothing at first, in train
+    and eval mode alike, and a new network starts from its plain path (zero-init residuals, Goyal et al. 2017)."""
+
+    def __init__(self, channels: int, batch_norm: bool = True) -> None:
+        super().__init__()
+        norm = (lambda: nn.BatchNorm2d(channels)) if batch_norm else nn.Identity
+        self.conv1 = nn.Conv2d(channels, channels, 3, 1, 1, bias=not batch_norm)
+        self.bn1 = norm()
+        self.conv2 = nn.Conv2d(channels, channels, 3, 1, 1, bias=not batch_norm)
+        self.bn2 = norm()
+        last = self.bn2 if batch_norm else self.conv2
+        nn.init.zeros_(last.weight)
+        nn.init.zeros_(last.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, H, W) -> (B, C, H, W)
+        return x + self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
+
+
+def vgg_backbone(in_channels: int, ch: tuple[int, ...], batch_norm: bool = True, stride8: bool = False,
+                 res_blocks: int = 0) -> nn.Sequential:
     """The paper's 7-conv CNN: BN on conv 3/5/7, 2x2 pools then (2,1)-stride pools; H 32 -> 1, W -> W/4 + 1.
 
     ``stride8``: the third pool also halves the width (W -> W/8, conv 5-7 at half the width): text lines whose
     characters are about as wide as tall (Chinese) get ~4 time steps per character instead of ~8, which halves the
-    sequence model, the output layer and CTC - the costly part with thousands of classes."""
+    sequence model, the output layer and CTC - the costly part with thousands of classes.
+    ``res_blocks``: that many :class:`ResBlock` after each of the second, third and fourth pools (identities at
+    start); 0 keeps the paper's layout, module for module (the layers' indices are those of every vgg checkpoint)."""
     bn = batch_norm
     pool3 = nn.MaxPool2d(2, 2) if stride8 else nn.MaxPool2d((2, 2), (2, 1), (0, 1))
+    res = lambda c: [ResBlock(c, bn) for _ in range(res_blocks)]  # noqa: E731
     return nn.Sequential(
         *_conv(in_channels, ch[0]), nn.MaxPool2d(2, 2),  # [B, c0, 16, W/2]
-        *_conv(ch[0], ch[1]), nn.MaxPool2d(2, 2),  # [B, c1, 8, W/4]
+        *_conv(ch[0], ch[1]), nn.MaxPool2d(2, 2), *res(ch[1]),  # [B, c1, 8, W/4]
         *_conv(ch[1], ch[2], bn=bn),
-        *_conv(ch[2], ch[3]), pool3,  # [B, c3, 4, W/4+1] (stride8: W/8)
+        *_conv(ch[2], ch[3]), pool3, *res(ch[3]),  # [B, c3, 4, W/4+1] (stride8: W/8)
         *_conv(ch[3], ch[4], bn=bn),
-        *_conv(ch[4], ch[5]), nn.MaxPool2d((2, 2), (2, 1), (0, 1)),  # [B, c5, 2, W/4+2] (stride8: W/8+1)
+        *_conv(ch[4], ch[5]), nn.MaxPool2d((2, 2), (2, 1), (0, 1)), *res(ch[5]),  # [B, c5, 2, W/4+2] (stride8: W/8+1)
         *_conv(ch[5], ch[6], k=2, p=0, bn=bn),  # [B, c6, 1, W/4+1] (stride8: W/8)
     )
+
+
+def scaled_widths(channels: tuple[int, ...], factor: float) -> tuple[int, ...]:
+    """Convolution widths times ``factor``, each rounded to a multiple of 8 (vgg_small x 2 = the paper's vgg)."""
+    return tuple(max(8, round(c * factor / 8) * 8) for c in channels)
 
 
 def vgg_clova_backbone(in_channels: int, batch_norm: bool = True, out: int = 512) -> nn.Sequential:
@@ -117,15 +148,23 @@ class Variant:
     hidden: int
     length: Callable[[int], int]
     head_proj: bool = False  # the second BiLSTM projects to `hidden` before the head (clovaai/EasyOCR's layout)
+    vgg: VggSpec | None = None  # the paper's VGG family: its widths (model.cnn_width scales them) and hidden size
+    stride8: bool = False  # VGG family: T = W/8
+
+
+def _vgg_variant(spec: str, stride8: bool = False) -> Variant:
+    """A member of the paper's VGG family, built from its widths (which model.cnn_width and model.res_blocks change)."""
+    s = VGG_SPECS[spec]
+    return Variant(lambda c, bn: vgg_backbone(c, s.channels, bn, stride8), s.channels[-1], s.hidden,
+                   _vgg8_length if stride8 else _vgg_length, vgg=s, stride8=stride8)
 
 
 VARIANTS: dict[str, Variant] = {
-    "vgg": Variant(lambda c, bn: vgg_backbone(c, VGG_SPECS["vgg"].channels, bn), 512, 256, _vgg_length),
-    "vgg_small": Variant(lambda c, bn: vgg_backbone(c, VGG_SPECS["vgg_small"].channels, bn), 256, 128, _vgg_length),
+    "vgg": _vgg_variant("vgg"),
+    "vgg_small": _vgg_variant("vgg_small"),
     # text lines (Chinese): T = W/8, about 4 steps per square character; same weights as vgg / vgg_small
-    "vgg_w8": Variant(lambda c, bn: vgg_backbone(c, VGG_SPECS["vgg"].channels, bn, True), 512, 256, _vgg8_length),
-    "vgg_small_w8": Variant(lambda c, bn: vgg_backbone(c, VGG_SPECS["vgg_small"].channels, bn, True), 256, 128,
-                            _vgg8_length),
+    "vgg_w8": _vgg_variant("vgg", stride8=True),
+    "vgg_small_w8": _vgg_variant("vgg_small", stride8=True),
     "resnet18": Variant(resnet18_backbone, 512, 256, _resnet_length),
     "vgg_clova": Variant(vgg_clova_backbone, 512, 256, _clova_length),  # clovaai deep-text-recognition-benchmark
     # EasyOCR's generation-2 recogniser (english_g2, latin_g2, zh_sim_g2, ...): clovaai's VGG at width 256, both
@@ -153,7 +192,7 @@ class CRNN(nn.Module):
     """CRNN returning batch-first logits ``[B, T, num_classes]`` (blank = class 0)."""
 
     def __init__(self, variant: str, in_channels: int, num_classes: int, hidden: int | None = None,
-                 batch_norm: bool = True) -> None:
+                 batch_norm: bool = True, cnn_width: float = 1.0, res_blocks: int = 0) -> None:
         super().__init__()
         if variant not in VARIANTS:
             raise ValueError(f"unknown model variant {variant!r}; choose one of {sorted(VARIANTS)}")
@@ -165,8 +204,20 @@ class CRNN(nn.Module):
         self.num_classes = num_classes
         self.hidden = hidden or spec.hidden
         self.batch_norm = batch_norm
-        self.cnn = spec.backbone(in_channels, batch_norm)
-        self.rnn1 = BiLSTM(spec.feat_channels, self.hidden, self.hidden)
+        self.cnn_width, self.res_blocks = float(cnn_width), int(res_blocks)
+        if (self.cnn_width, self.res_blocks) == (1.0, 0):
+            self.cnn, feat = spec.backbone(in_channels, batch_norm), spec.feat_channels
+        elif spec.vgg is None or self.cnn_width <= 0 or self.res_blocks < 0:
+            raise ValueError(f"model.cnn_width ({cnn_width:g}, > 0) and model.res_blocks ({res_blocks}, >= 0) "
+                             f"apply to the VGG variants ({', '.join(k for k, v in VARIANTS.items() if v.vgg)}), "
+                             f"not {variant!r}" if spec.vgg is None else
+                             f"model.cnn_width must be > 0 and model.res_blocks >= 0, got {cnn_width:g} and "
+                             f"{res_blocks}")
+        else:
+            widths = scaled_widths(spec.vgg.channels, self.cnn_width)
+            self.cnn = vgg_backbone(in_channels, widths, batch_norm, spec.stride8, self.res_blocks)
+            feat = widths[-1]
+        self.rnn1 = BiLSTM(feat, self.hidden, self.hidden)
         if spec.head_proj:  # rnn2.lstm + rnn2.proj Linear(2h, h), head Linear(h, K)
             self.rnn2: nn.Module = BiLSTM(self.hidden, self.hidden, self.hidden)
             self.head = nn.Linear(self.hidden, num_classes)
@@ -220,10 +271,17 @@ class CRNN(nn.Module):
 
 
 def build_model(variant: str, in_channels: int, num_classes: int, hidden: int | None = None,
-                batch_norm: bool = True) -> CRNN:
+                batch_norm: bool = True, cnn_width: float = 1.0, res_blocks: int = 0) -> CRNN:
     """Build a named CRNN variant (``vgg``, ``vgg_small``, ``resnet18``, ``vgg_clova``, ``vgg_easyocr``);
-    ``batch_norm=False`` drops every BN layer."""
-    return CRNN(variant, in_channels, num_classes, hidden, batch_norm)
+    ``batch_norm=False`` drops every BN layer; ``cnn_width`` scales a VGG variant's convolution widths and
+    ``res_blocks`` inserts that many identity-at-start residual blocks after its middle stages."""
+    return CRNN(variant, in_channels, num_classes, hidden, batch_norm, cnn_width, res_blocks)
+
+
+def build_model_from(m, num_classes: int) -> CRNN:
+    """The network a config's ``model`` section describes (a ``crnn.config.ModelConfig``), for ``num_classes``."""
+    return build_model(m.variant, m.in_channels, num_classes, m.hidden or None, m.batch_norm, m.cnn_width,
+                       m.res_blocks)
 
 
 def count_parameters(model: nn.Module) -> int:

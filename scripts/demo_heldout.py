@@ -30,7 +30,7 @@ def init(weights: Path, charset_spec: str, out: Path) -> str:
     from crnn.charset import Charset
     from crnn.config import config_from_dict
     from crnn.engine.checkpoint import load_checkpoint, model_checkpoint, save_checkpoint
-    from crnn.model import build_model
+    from crnn.model import build_model_from
 
     ck = load_checkpoint(weights)
     cfg = config_from_dict(ck.config)
@@ -38,7 +38,7 @@ def init(weights: Path, charset_spec: str, out: Path) -> str:
     charset = Charset.from_spec(charset_spec)
     m = cfg.model
     torch.manual_seed(12345)  # not the trainer's seed: a head drawn like the shipped model's first one would fit it
-    model = build_model(m.variant, m.in_channels, charset.num_classes, m.hidden or None, m.batch_norm)
+    model = build_model_from(m, charset.num_classes)
     state = model.state_dict()
     kept = {k: v.float() for k, v in ck.model_state.items() if k in state and v.shape == state[k].shape}
     model.load_state_dict({**state, **kept}, strict=True)

@@ -6,6 +6,7 @@
 #   bash scripts/lever_probe.sh --val trad_print NAME STEPS key=value ... # the lever arm validates on a second set
 #   AMP=bf16 bash scripts/lever_probe.sh NAME STEPS key=value ...       # both arms in one precision, not measured
 #   MODEL=en bash scripts/lever_probe.sh NAME STEPS key=value ...       # the English model (issue 44), see below
+#   bash scripts/lever_probe.sh NAME 1h key=value ...                    # arms of equal CPU-hours instead (below)
 # Both arms: configs/shipped_zh.yaml from weights/crnn_zh_lines.pt (weights only, a fresh optimizer), a constant
 # learning rate of 2e-4 after 100 warm-up steps, STEPS steps, validation every STEPS/4 steps on the 1,200 lines of the
 # development faces (data/zh_faces/dev_print, scripts/zh_benchmark.py builds it). The base arm
@@ -23,6 +24,13 @@
 # development set (data/en_dev: python -m crnn.data.en_dev builds it from the shared crops), arms in runs/probe_en;
 # it ends with both arms' word accuracy there, case-sensitive exact and 36-class (--val is for zh only).
 # LR: the arms' constant learning rate (default 2e-4).
+# A budget such as 1h or 0.75h in place of STEPS gives each arm that many CPU-hours (every process and its loader
+# workers, train.cpu_hours) instead of a step count: the way to weigh a lever that changes what a step costs (a wider
+# or deeper network) against the base trained on for the same CPU time. Validation at every quarter of the budget;
+# the table joins the arms on CPU-hours (each row names its steps). The precision is pinned (bf16 where the CPU has
+# native bf16 kernels, else off; AMP= overrides), the arms' base is runs/probe/base_1h_nNPROC. A lever arm that
+# starts from another file (train.init_weights=grown.pt, e.g. from tools/grow_cnn.py) is retrained when that file
+# changes. Each arm's probe.record names the code commit, the starting files' hashes, the CPU and the precision.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -43,7 +51,14 @@ done
 NAME=$1 STEPS=$2
 shift 2
 [[ "$NAME" =~ ^[A-Za-z0-9_.-]+$ ]] && [[ "$NAME" != base_* ]] || { echo "lever_probe: bad NAME $NAME" >&2; exit 2; }
-[[ "$STEPS" =~ ^[0-9]+$ ]] && [ "$STEPS" -ge 4 ] || { echo "lever_probe: STEPS must be a number >= 4" >&2; exit 2; }
+HOURS=""
+if [[ "$STEPS" =~ ^[0-9]*\.?[0-9]+h$ ]]; then
+  HOURS=${STEPS%h}
+  awk -v h="$HOURS" 'BEGIN {exit !(h > 0)}' || { echo "lever_probe: a CPU budget must be above 0h" >&2; exit 2; }
+else
+  [[ "$STEPS" =~ ^[0-9]+$ ]] && [ "$STEPS" -ge 4 ] ||
+    { echo "lever_probe: STEPS must be a number >= 4 or a CPU budget such as 1h" >&2; exit 2; }
+fi
 for kv in "$@"; do
   [[ "$kv" == *=* ]] || { echo "lever_probe: expected key=value, got $kv" >&2; exit 2; }
 done
@@ -57,9 +72,16 @@ esac
 [[ "${LR:-2.0e-4}" =~ ^[0-9.eE+-]+$ ]] || { echo "lever_probe: LR must be a number, got $LR" >&2; exit 2; }
 # AMP: the arms' precision (default auto: measured at each arm's start, which a loaded machine can tip; pin it,
 # e.g. AMP=bf16, when anything else runs); the two arms must train in the same one (checked below)
-COMMON=(--config "$CONFIG" "train.init_weights=$PACK" train.resume=none "train.steps=$STEPS"
-        train.schedule=constant "train.lr=${LR:-2.0e-4}" train.warmup_steps=100 "train.val_every=$((STEPS / 4))"
-        "train.amp=${AMP:-auto}")
+if [ -n "$HOURS" ]; then  # equal CPU time: the precision pinned, not measured at each arm's start
+  grep -qw -e avx512_bf16 -e amx_bf16 /proc/cpuinfo 2>/dev/null && PINNED=bf16 || PINNED=off
+  QUARTER=$(awk -v h="$HOURS" 'BEGIN {print h / 4}')
+  LENGTH=(train.steps=100000000 "train.cpu_hours=$HOURS" "train.val_every_cpu_hours=$QUARTER" train.val_every=0
+          "train.amp=${AMP:-$PINNED}")
+else
+  LENGTH=("train.steps=$STEPS" "train.val_every=$((STEPS / 4))" "train.amp=${AMP:-auto}")
+fi
+COMMON=(--config "$CONFIG" "train.init_weights=$PACK" train.resume=none train.schedule=constant
+        "train.lr=${LR:-2.0e-4}" train.warmup_steps=100 "${LENGTH[@]}")
 SECOND=${EXTRA:+data/zh_faces/$EXTRA}
 NP=${NPROC:-2}  # processes (x 32 lines a batch): arms are comparable only at the same count
 BASE=$PROBES/base_${STEPS}_n$NP
@@ -67,9 +89,25 @@ ARM=$PROBES/${NAME}_n$NP
 # what an arm was trained from: the pack's and the config's contents and the arm's command line. A finished arm is
 # kept only when its stamp matches: after a sitting packs new weights, or the recipe changes (as when a lever is
 # kept), the shared base arm is trained again instead of being compared, silently, with a lever arm from another start
+hash16() { sha256sum "$1" 2>/dev/null | cut -c1-16; }
+starts() {  # the files an arm's command starts from: the pack, or a train.init_weights= that overrides it
+  local kv last=$PACK
+  for kv in "$@"; do [[ "$kv" != train.init_weights=* ]] || last=${kv#train.init_weights=}; done
+  echo "$last"
+}
 stamp() {
-  printf 'pack %s\nconfig %s\ncommand %s\n' "$(sha256sum "$PACK" 2>/dev/null | cut -c1-16)" \
-    "$(sha256sum "$CONFIG" | cut -c1-16)" "$*"
+  local start
+  start=$(starts "$@")
+  printf 'pack %s\nconfig %s\ncommand %s\n' "$(hash16 "$PACK")" "$(hash16 "$CONFIG")" "$*"
+  [ "$start" == "$PACK" ] || printf 'start %s %s\n' "$start" "$(hash16 "$start")"
+}
+finished() {  # OUT SET: the arm's curve has its last row for SET (step STEPS, or the CPU budget spent)
+  [ -f "$1/curve.tsv" ] || return 1
+  if [ -n "$HOURS" ]; then
+    awk -F'\t' -v h="$HOURS" -v d="$2" '$5 == d && $3 >= h * 3600 {f = 1} END {exit !f}' "$1/curve.tsv"
+  else
+    awk -F'\t' -v s="$STEPS" -v d="$2" '$5 == d && $1 == s {f = 1} END {exit !f}' "$1/curve.tsv"
+  fi
 }
 run() {  # OUT VALS [overrides...]: one arm, unless its curve already has the last row
   local out=$1 vals=$2
@@ -78,8 +116,7 @@ run() {  # OUT VALS [overrides...]: one arm, unless its curve already has the la
   local want
   want=$(stamp "${cmd[*]}")
   # done: the last step's row of its last validation set, from this pack, config and command
-  if [ -f "$out/curve.tsv" ] && awk -F'\t' -v s="$STEPS" -v d="${vals##*,}" '$1 == s && $5 == d' "$out/curve.tsv" \
-      | grep -q .; then
+  if finished "$out" "${vals##*,}"; then
     if [ "$(cat "$out/probe.stamp" 2>/dev/null)" == "$want" ]; then
       echo "lever_probe: $out is done (step $STEPS in its curve, same pack, config and command); kept" >&2
       [ -z "$DRY" ] || echo "${cmd[*]}"
@@ -92,6 +129,12 @@ run() {  # OUT VALS [overrides...]: one arm, unless its curve already has the la
   rm -rf "$out"
   mkdir -p "$out"
   echo "lever_probe: $out ($STEPS steps): log in $out/train.log"
+  local start
+  start=$(starts "${cmd[@]}")
+  printf 'commit %s%s\nstart %s %s\ncpu %s\ncommand %s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo none)" \
+    "$([ -z "$(git status --porcelain crnn configs scripts tools 2>/dev/null)" ] || echo ' (with uncommitted changes)')" \
+    "$start" "$(hash16 "$start")" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')" \
+    "${cmd[*]}" > "$out/probe.record"
   "${cmd[@]}" > "$out/train.log" 2>&1 || { echo "lever_probe: $out failed; see $out/train.log" >&2; exit 1; }
   echo "$want" > "$out/probe.stamp"
 }
@@ -113,21 +156,33 @@ if [ "$(precision "$BASE")" != "$(precision "$ARM")" ]; then
     "$(precision "$ARM")); rerun both with AMP=bf16 or AMP=off" >&2
   exit 1
 fi
+# rows: by step, or (a CPU budget) by the quarter of the budget they were validated at, with their steps
+rows() {  # CURVE SET COLUMN: "key<TAB>value" per validation of SET
+  awk -F'\t' -v d="$2" -v c="$3" -v q="${QUARTER:-0}" '$5 == d {
+    if (q > 0) printf "%.2f\t%s (step %s)\n", int($3 / (q * 3600)) * q, $c, $1; else print $1 "\t" $c }' "$1"
+}
+KEY=step
+if [ -n "$HOURS" ]; then
+  KEY=CPU-h
+  echo "arms of $HOURS CPU-hours each on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), precision" \
+    "$(precision "$ARM"); code $(sed -n 's/^commit //p' "$ARM/probe.record" 2>/dev/null); starting files: base" \
+    "$(hash16 "$PACK"), lever $(sed -n 's/^start //p' "$ARM/probe.record" 2>/dev/null)"
+fi
 if [ "${MODEL:-zh}" == en ]; then
   echo "real development set (data/en_dev, 1,257 crops): word accuracy at each validation, exact / 36-class"
-  printf "step\tbase\t%s (%s)\n" "$NAME" "$*"
-  acc() { join -t $'\t' <(awk -F'\t' -v d="$DEV" '$5 == d {print $1 "\t" $7}' "$1/curve.tsv" | sort) \
-            <(awk -F'\t' -v d="$DEV@alnum-insensitive" '$5 == d {print $1 "\t" $7}' "$1/curve.tsv" | sort) \
-            | awk -F'\t' '{printf "%s\t%.2f / %.2f %%\n", $1, 100 * $2, 100 * $3}'; }
+  printf "%s\tbase\t%s (%s)\n" "$KEY" "$NAME" "$*"
+  acc() { join -t $'\t' <(rows "$1/curve.tsv" "$DEV" 7 | sed 's/ (step [0-9]*)//' | sort) \
+            <(rows "$1/curve.tsv" "$DEV@alnum-insensitive" 7 | sort) \
+            | awk -F'\t' '{n = index($3, " "); printf "%s\t%.2f / %.2f %%%s\n", $1, 100 * $2, 100 * $3,
+                                            n ? substr($3, n) : ""}'; }
   join -t $'\t' <(acc "$BASE") <(acc "$ARM") | sort -n
   exit 0
 fi
 echo "development faces (print damage, 1,200 lines): CER at each validation"
-printf "step\tbase\t%s (%s)\n" "$NAME" "$*"
-join -t $'\t' <(awk -F'\t' -v d="$DEV" '$5 == d {print $1 "\t" $6}' "$BASE/curve.tsv" | sort) \
-  <(awk -F'\t' -v d="$DEV" '$5 == d {print $1 "\t" $6}' "$ARM/curve.tsv" | sort) | sort -n
+printf "%s\tbase\t%s (%s)\n" "$KEY" "$NAME" "$*"
+join -t $'\t' <(rows "$BASE/curve.tsv" "$DEV" 6 | sort) <(rows "$ARM/curve.tsv" "$DEV" 6 | sort) | sort -n
 if [ -n "$EXTRA" ]; then
   echo "$EXTRA (1,200 lines; the lever arm only): CER at each validation"
-  printf "step\t%s\n" "$NAME"
-  awk -F'\t' -v d="$SECOND" '$5 == d {print $1 "\t" $6}' "$ARM/curve.tsv" | sort -n
+  printf "%s\t%s\n" "$KEY" "$NAME"
+  rows "$ARM/curve.tsv" "$SECOND" 6 | sort -n
 fi

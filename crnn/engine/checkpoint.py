@@ -30,7 +30,7 @@ from torch.nn.parallel import DistributedDataParallel
 from crnn.charset import Charset
 from crnn.config import Config, ConfigError, config_from_dict, config_to_dict
 from crnn.foreign.detect import foreign_hint
-from crnn.model import CRNN, build_model
+from crnn.model import CRNN, build_model_from
 
 __all__ = [
     "CheckpointError", "Checkpoint", "unwrap_model", "clean_state_dict", "add_prefix", "detect_prefix",
@@ -401,7 +401,7 @@ def build_from_checkpoint(
             f"{ckpt.path}: stored num_classes {ckpt.num_classes} does not match its charset ({len(cs)} chars + blank)"
         )
     m = cfg.model
-    model = build_model(m.variant, m.in_channels, cs.num_classes, m.hidden or None, m.batch_norm)
+    model = build_model_from(m, cs.num_classes)
     try:
         load_model_weights(model, ckpt.model_state, strict=True, charset_size=len(cs))
     except CheckpointError as e:

@@ -466,11 +466,11 @@ def build_teacher(cfg: Config, ck, base_charset: Charset | None, charset: Charse
         raise TrainingError("train.distill_base does not work with train.model_parallel (the teacher is a whole "
                             "model on one device); set train.distill_base=0")
     from crnn.engine.checkpoint import load_model_weights
-    from crnn.model import build_model
+    from crnn.model import build_model_from
 
     cs = base_charset or charset  # a checkpoint without a stored alphabet has the run's (it loaded as it is)
     m = cfg.model  # the run's architecture: init_weights loaded into it strictly, so it is the teacher's too
-    model = build_model(m.variant, m.in_channels, cs.num_classes, m.hidden or None, m.batch_norm)
+    model = build_model_from(m, cs.num_classes)
     load_model_weights(model, ck.model_state, strict=True)
     model.to(device).eval()
     for p in model.parameters():

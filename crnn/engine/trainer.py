@@ -41,7 +41,7 @@ from crnn.engine.state import (TrainState, _checkpoint_problem, check_output_dir
                                save_training_checkpoint, shared_checkpoint)
 from crnn.loss import ctc_loss
 from crnn.metrics import describe_protocol, resolve_protocol
-from crnn.model import build_model, count_parameters
+from crnn.model import build_model_from, count_parameters
 
 log = logging.getLogger("crnn")
 
@@ -141,7 +141,7 @@ def build_training_model(cfg: Config, charset: Charset, rt: Runtime,
     (:mod:`crnn.engine.alphabet_change`). ``info``, when given, receives ``base_charset`` (that checkpoint's
     alphabet, None without one) and ``alphabet_change``."""
     m, t = cfg.model, cfg.train
-    model = build_model(m.variant, m.in_channels, charset.num_classes, m.hidden or None, m.batch_norm)
+    model = build_model_from(m, charset.num_classes)
     if t.init_weights:
         try:
             ck = shared_checkpoint("train.init_weights", t.init_weights, rt)
@@ -477,8 +477,9 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
     save = lambda name: _save(name, model, cfg, charset, opt, sched, scaler, st, rt, clock, average)  # noqa: E731
     # with a weight average, the average is validated; the raw weights are scored beside it for the log
     scored, raw = (model, None) if average is None else (average.model, model)
-    micro = 0
-    while st.step < t.steps:
+    micro, spent = 0, False
+    cpu_mark = _cpu_mark(t, st)
+    while st.step < t.steps and not spent:
         for batch in health.data.batches(batches_from, loader, st.epoch, st.batch_in_epoch):
             st.batch_in_epoch += 1
             micro += 1
@@ -518,7 +519,16 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
                                 st.step, t.steps, "signal" if signalled else "train.stop_after",
                                 Path(t.output_dir) / "last.pt")
                 return "signal" if signalled else "stop_after"
-            if st.step >= t.steps:
+            if (t.cpu_hours or t.val_every_cpu_hours) and st.step % CPU_CHECK_EVERY == 0:
+                clock.advance(st)  # every rank at the same step: the same summed count everywhere
+                spent = bool(t.cpu_hours) and st.cpu_seconds >= t.cpu_hours * 3600
+                if _cpu_mark(t, st) > cpu_mark and not spent:  # (the end validates anyway)
+                    acc = _validate(cfg, rt, scored, charset, vals, st, tb, health, clock, raw)
+                    if acc is not None and acc > st.best_metric and nonfinite_run == 0:
+                        st.best_metric = acc
+                        save("best.pt")
+                cpu_mark = _cpu_mark(t, st)
+            if st.step >= t.steps or spent:
                 break
         else:
             st.epoch += 1
@@ -530,11 +540,20 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
         save("best.pt")
     save("last.pt")
     if rt.main:
-        log.info("done: %d steps, %d images, %.1f min; skipped %d undecodable images, %d labels too long for T, "
-                 "%d non-finite steps; checkpoints in %s", st.step, st.images_seen,
-                 (time.perf_counter() - t_start) / 60, st.skipped_images, st.unfit_labels, st.nonfinite_steps,
-                 t.output_dir)
+        log.info("done: %d steps, %d images, %.1f min, %.2f CPU-hours in all%s; skipped %d undecodable images, %d "
+                 "labels too long for T, %d non-finite steps; checkpoints in %s", st.step, st.images_seen,
+                 (time.perf_counter() - t_start) / 60, st.cpu_seconds / 3600,
+                 f" (train.cpu_hours={t.cpu_hours:g} spent)" if spent else "", st.skipped_images, st.unfit_labels,
+                 st.nonfinite_steps, t.output_dir)
     return "done"
+
+
+CPU_CHECK_EVERY = 10  # steps between two looks at the CPU-hours spent (train.cpu_hours, train.val_every_cpu_hours)
+
+
+def _cpu_mark(t, st: TrainState) -> int:
+    """How many multiples of train.val_every_cpu_hours the run has spent (0 when that is off)."""
+    return int(st.cpu_seconds // (3600 * t.val_every_cpu_hours)) if t.val_every_cpu_hours else 0
 
 
 def _count_nonfinite(st: TrainState, run: int, cfg: Config, rt: Runtime, why: str | None = None) -> None:
@@ -603,8 +622,9 @@ def _periodic(cfg, rt, model, charset, vals, st: TrainState, tb, meter: Meter, t
         wait = health.window(st.step) if health is not None else None  # every rank: one all-reduce under DDP
         if rt.main and meter.n:
             rate = meter.rate()  # the meter counts images of all ranks already
-            log.info("step %d/%d  epoch %d  loss %.4f  lr %.2e  %.0f img/s  ETA %s  skipped %d  unfit %d%s",
-                     st.step, t.steps, st.epoch, meter.loss / meter.n, lr, rate, _fmt_time(eta),
+            budget = f"  CPU {st.cpu_seconds / 3600:.2f}/{t.cpu_hours:g} h" if t.cpu_hours else f"  ETA {_fmt_time(eta)}"
+            log.info("step %d/%d  epoch %d  loss %.4f  lr %.2e  %.0f img/s%s  skipped %d  unfit %d%s",
+                     st.step, t.steps, st.epoch, meter.loss / meter.n, lr, rate, budget,
                      st.skipped_images, st.unfit_labels, "" if wait is None else f"  data {wait * 100:.0f}%")
             if tb is not None and wait is not None:
                 tb.add_scalar("train/data_wait_share", wait, st.step)
