@@ -51,9 +51,9 @@ done
 NAME=$1 STEPS=$2
 shift 2
 [[ "$NAME" =~ ^[A-Za-z0-9_.-]+$ ]] && [[ "$NAME" != base_* ]] || { echo "lever_probe: bad NAME $NAME" >&2; exit 2; }
-HOURS=""
+HOURS="" LAST="step $STEPS"
 if [[ "$STEPS" =~ ^[0-9]*\.?[0-9]+h$ ]]; then
-  HOURS=${STEPS%h}
+  HOURS=${STEPS%h} LAST="its ${STEPS%h} CPU-hours spent"
   awk -v h="$HOURS" 'BEGIN {exit !(h > 0)}' || { echo "lever_probe: a CPU budget must be above 0h" >&2; exit 2; }
 else
   [[ "$STEPS" =~ ^[0-9]+$ ]] && [ "$STEPS" -ge 4 ] ||
@@ -114,11 +114,11 @@ run() {  # OUT VALS [overrides...]: one arm, unless its curve already has the la
   shift 2
   local cmd=(scripts/train_ddp.sh --nproc "$NP" "${COMMON[@]}" "data.val=[$vals]" "train.output_dir=$out" "$@")
   local want
-  want=$(stamp "${cmd[*]}")
+  want=$(stamp "${cmd[@]}")
   # done: the last step's row of its last validation set, from this pack, config and command
   if finished "$out" "${vals##*,}"; then
     if [ "$(cat "$out/probe.stamp" 2>/dev/null)" == "$want" ]; then
-      echo "lever_probe: $out is done (step $STEPS in its curve, same pack, config and command); kept" >&2
+      echo "lever_probe: $out is done ($LAST in its curve, same pack, config and command); kept" >&2
       [ -z "$DRY" ] || echo "${cmd[*]}"
       return 0  # (a bare return would pass on the test's status: 1, which set -e turns into a silent exit)
     fi
@@ -128,7 +128,7 @@ run() {  # OUT VALS [overrides...]: one arm, unless its curve already has the la
   if [ -n "$DRY" ]; then echo "${cmd[*]}"; return 0; fi
   rm -rf "$out"
   mkdir -p "$out"
-  echo "lever_probe: $out ($STEPS steps): log in $out/train.log"
+  echo "lever_probe: $out (${HOURS:+$HOURS CPU-hours}${HOURS:-$STEPS steps}): log in $out/train.log"
   local start
   start=$(starts "${cmd[@]}")
   printf 'commit %s%s\nstart %s %s\ncpu %s\ncommand %s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo none)" \

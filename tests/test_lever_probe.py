@@ -139,3 +139,60 @@ def test_the_english_model_probes_on_its_real_development_set(tmp_path):
         bad = subprocess.run(args[:2] + ["--dry-run"] + args[2:], capture_output=True, text=True, cwd=tmp_path,
                              timeout=60, env={**env, **bad_env})
         assert bad.returncode == 2 and bad.stderr.startswith("lever_probe: "), bad_env
+
+
+def test_a_cpu_budget_gives_both_arms_equal_cpu_hours_and_joins_them_on_it(tmp_path):
+    """NAME 1h: both arms end when they have spent one CPU-hour (train.cpu_hours) with the precision pinned, validate
+    at every quarter of it, and the table joins them on CPU-hours, each cell naming its steps; an arm that starts from
+    another file (a grown pack) is trained again when that file changes."""
+    import hashlib
+    import shutil
+
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(SCRIPT, tmp_path / "scripts")
+    for name in ("weights", "configs"):
+        (tmp_path / name).symlink_to(REPO / name)
+    (tmp_path / "data" / "zh_faces" / "dev_print").mkdir(parents=True)
+    (tmp_path / "data" / "zh_faces" / "dev_print" / "gt.txt").write_text("a.png\t中\n")
+    grown = tmp_path / "grown.pt"
+    grown.write_bytes(b"grown weights")
+    env = {"PATH": "/usr/bin:/bin", "NPROC": "2", "AMP": "bf16"}
+    args = ["bash", str(tmp_path / "scripts" / "lever_probe.sh"), "wide", "1h", "model.cnn_width=2",
+            f"train.init_weights={grown}"]
+    dry = subprocess.run(args[:2] + ["--dry-run"] + args[2:], capture_output=True, text=True, cwd=tmp_path,
+                         timeout=60, env=env)
+    assert dry.returncode == 0, dry.stderr
+    base, arm = dry.stdout.splitlines()
+    for line in (base, arm):
+        for kv in ("train.cpu_hours=1", "train.val_every_cpu_hours=0.25", "train.val_every=0", "train.amp=bf16",
+                   "train.schedule=constant", "train.steps=100000000"):
+            assert kv in line.split(), (kv, line)
+    assert "train.output_dir=runs/probe/base_1h_n2" in base.split() and "model.cnn_width" not in base
+    assert arm.endswith(f"train.output_dir=runs/probe/wide_n2 model.cnn_width=2 train.init_weights={grown}")
+
+    def sha(path: Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+    head = f"pack {sha(REPO / 'weights' / 'crnn_zh_lines.pt')}\nconfig {sha(REPO / 'configs' / 'shipped_zh.yaml')}\n"
+    for out, cmd, rows in ((tmp_path / "runs/probe/base_1h_n2", base, ((400, 905, 0.15), (1600, 3612, 0.14))),
+                           (tmp_path / "runs/probe/wide_n2", arm, ((150, 910, 0.16), (600, 3650, 0.12)))):
+        out.mkdir(parents=True)
+        (out / "curve.tsv").write_text("step\tlines_seen\tcpu_seconds\twall_seconds\tset\tcer\tword_acc\n" + "".join(
+            f"{s}\t1\t{c}\t1\tdata/zh_faces/dev_print\t{cer}\t0.5\n" for s, c, cer in rows))
+        start = f"start {grown} {sha(grown)}\n" if out.name == "wide_n2" else ""
+        (out / "probe.stamp").write_text(f"{head}command {cmd}\n{start}")
+    r = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, timeout=60, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "runs/probe/wide_n2 is done" in r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("arms of 1 CPU-hours each on ")
+    assert lines[1:] == ["development faces (print damage, 1,200 lines): CER at each validation",
+                         f"CPU-h\tbase\twide (model.cnn_width=2 train.init_weights={grown})",
+                         "0.25\t0.15 (step 400)\t0.16 (step 150)", "1.00\t0.14 (step 1600)\t0.12 (step 600)"]
+    grown.write_bytes(b"grown again")  # another grown file: the lever arm is no longer the one it was
+    again = subprocess.run(args[:2] + ["--dry-run"] + args[2:], capture_output=True, text=True, cwd=tmp_path,
+                           timeout=60, env=env)
+    assert "runs/probe/base_1h_n2 is done" in again.stderr
+    assert "runs/probe/wide_n2 was trained from another pack, config or command" in again.stderr
+    for bad in ("0h", "h", "-1h", "1.5x"):
+        assert _run("--dry-run", "wide", bad, "model.cnn_width=2").returncode == 2, bad

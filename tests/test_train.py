@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from crnn.cli.train import main as train_main
-from crnn.config import load_config
+from crnn.config import ConfigError, load_config
 from crnn.engine.trainer import fit, lr_factor
 from tests.conftest import REPO
 
@@ -318,3 +318,26 @@ def test_logged_images_per_second_counts_every_rank_once(monkeypatch, caplog):
     caplog.set_level("INFO", logger="crnn")
     T._periodic(cfg, rt, None, None, {}, st, None, meter, t_start=96.0, step0=0, opt=opt, save=None)
     assert "step 10/100  epoch 0  loss 1.0000  lr 1.00e-03  80 img/s" in caplog.text
+
+
+def test_a_cpu_budget_ends_the_run_and_validates_at_its_marks(tmp_path, words_lmdb, val_lmdb, capfd):
+    """train.cpu_hours: the run stops once it has spent its CPU time (long before train.steps), saving last.pt with
+    that cost; train.val_every_cpu_hours validates at each multiple on top of the end's validation."""
+    import csv
+
+    budget = 0.003  # 10.8 CPU-seconds, checked at every step (train.log_every=1)
+    rc = train_main(["--config", str(REPO / "configs/smoke.yaml"),
+                     *_overrides(tmp_path, words_lmdb, val_lmdb, "train.steps=100000", "train.val_every=0",
+                                 f"train.cpu_hours={budget}", f"train.val_every_cpu_hours={budget / 3}",
+                                 "train.save_every=0")])
+    assert rc == 0
+    ck = torch.load(tmp_path / "run" / "last.pt", map_location="cpu", weights_only=True)
+    assert 0 < ck["step"] < 100000 and ck["state"]["cpu_seconds"] >= budget * 3600
+    with open(tmp_path / "run" / "curve.tsv", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    cpu = [float(r["cpu_seconds"]) for r in rows]
+    assert len(rows) >= 2 and cpu == sorted(cpu) and cpu[-1] >= budget * 3600 and cpu[0] < budget * 3600
+    assert int(rows[-1]["step"]) == ck["step"]
+    assert f"(train.cpu_hours={budget:g} spent)" in capfd.readouterr().err
+    with pytest.raises(ConfigError, match="train.cpu_hours: must be 0"):
+        load_config(None, ["train.cpu_hours=-1"])

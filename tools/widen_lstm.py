@@ -19,6 +19,7 @@ lines seen and CPU-hours where the narrower run stopped (``scripts/sitting.sh``,
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 import sys
 from pathlib import Path
@@ -86,10 +87,11 @@ def widen_lstm(model: CRNN, hidden: int, seed: int = 0) -> CRNN:
     if hidden <= h:
         raise ValueError(f"hidden size {hidden} must exceed the model's own, {h}")
     gen = torch.Generator().manual_seed(seed)
-    grown = build_model(model.variant, model.in_channels, model.num_classes, hidden, model.batch_norm)
+    grown = build_model(model.variant, model.in_channels, model.num_classes, hidden, model.batch_norm, model.cnn_width,
+                        model.res_blocks)
     grown.cnn.load_state_dict(model.cnn.state_dict())
     bi = [(0, 0, h), (h, hidden, h)]  # a BiLSTM's output: forward units then backward units
-    _grow_lstm(model.rnn1.lstm, grown.rnn1.lstm, [(0, 0, spec.feat_channels)], gen)
+    _grow_lstm(model.rnn1.lstm, grown.rnn1.lstm, [(0, 0, model.rnn1.lstm.input_size)], gen)
     # rnn1's projection: its old outputs unchanged; its new outputs (rnn2's new inputs) random, read with weight 0
     _grow_linear(model.rnn1.proj, grown.rnn1.proj, bi, h, gen)
     _grow_lstm(model.rnn2, grown.rnn2, [(0, 0, h)], gen)
@@ -110,23 +112,43 @@ def main(argv: list[str] | None = None) -> int:
         grown = widen_lstm(model, args.hidden, args.seed)
     except (CheckpointError, ValueError) as e:
         sys.exit(f"widen_lstm: error: {e}")
-    x = torch.rand(4, model.in_channels, 32, 100, generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        diff = (grown(x) - model(x)).abs().max().item()
-    if diff > 1e-5:
-        sys.exit(f"widen_lstm: error: the grown model's logits differ from {args.src}'s by {diff:.2e}; nothing written")
     cfg.model.hidden = args.hidden
+    try:
+        said = save_grown(ckpt, model, grown, cfg, charset, args.out)
+    except ValueError as e:
+        sys.exit(f"widen_lstm: error: {e}")
+    print(f"{args.out}: hidden {model.hidden} -> {args.hidden}, {said}")
+    return 0
+
+
+def logits_difference(model: CRNN, grown: CRNN, height: int = 32) -> float:
+    """The largest difference between two models' logits on the same random batch, in eval and in train mode
+    (batch statistics; the models themselves are left as they were: copies are put in train mode)."""
+    gen = torch.Generator().manual_seed(1)
+    x = torch.rand(4, model.in_channels, height, 100, generator=gen)
+    diff = 0.0
+    with torch.no_grad():
+        for a, b in ((model.eval(), grown.eval()), (copy.deepcopy(model).train(), copy.deepcopy(grown).train())):
+            diff = max(diff, (b(x) - a(x)).abs().max().item())
+    return diff
+
+
+def save_grown(ckpt, model: CRNN, grown: CRNN, cfg, charset, out: str | Path) -> str:
+    """Write ``grown`` (with ``cfg``, the trained file's config as grown) where ``out`` says, after checking that its
+    logits equal ``model``'s in eval and train mode (ValueError, nothing written, when they differ by more than
+    1e-5). A sitting pack stays one (fp16 weights, the run's counters). Returns what to say about it."""
+    diff = logits_difference(model, grown)
+    if diff > 1e-5:
+        raise ValueError(f"the grown model's logits differ from {ckpt.path}'s by {diff:.2e}; nothing written")
     # a sitting pack's weights are fp16 (the trained ones were fp16 already): the grown pack's too
-    out = weights_only_checkpoint(model_checkpoint(grown, cfg, charset), half=ckpt.raw.get("dtype") == "float16")
-    out.update({k: v for k, v in ckpt.raw.items() if k not in out})  # counters, step, "resumable", ...
-    save_checkpoint(out, args.out)
+    raw = weights_only_checkpoint(model_checkpoint(grown, cfg, charset), half=ckpt.raw.get("dtype") == "float16")
+    raw.update({k: v for k, v in ckpt.raw.items() if k not in raw})  # counters, step, "resumable", ...
+    save_checkpoint(raw, out)
     state = ckpt.raw.get("state") if ckpt.raw.get("resumable") else None
     counters = (f"; a sitting pack at step {state['step']:,} ({state['images_seen']:,} lines seen): a run resumed from "
                 f"it counts on from there" if isinstance(state, dict) and "step" in state else "")
-    print(f"{args.out}: hidden {model.hidden} -> {args.hidden}, {count_parameters(model):,} -> "
-          f"{count_parameters(grown):,} parameters, logits equal (max difference {diff:.1e})"
-          f"{counters}")
-    return 0
+    return (f"{count_parameters(model):,} -> {count_parameters(grown):,} parameters, logits equal in eval and train "
+            f"mode (max difference {diff:.1e}){counters}")
 
 
 if __name__ == "__main__":

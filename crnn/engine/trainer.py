@@ -519,7 +519,7 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
                                 st.step, t.steps, "signal" if signalled else "train.stop_after",
                                 Path(t.output_dir) / "last.pt")
                 return "signal" if signalled else "stop_after"
-            if (t.cpu_hours or t.val_every_cpu_hours) and st.step % CPU_CHECK_EVERY == 0:
+            if (t.cpu_hours or t.val_every_cpu_hours) and st.step % min(CPU_CHECK_EVERY, t.log_every) == 0:
                 clock.advance(st)  # every rank at the same step: the same summed count everywhere
                 spent = bool(t.cpu_hours) and st.cpu_seconds >= t.cpu_hours * 3600
                 if _cpu_mark(t, st) > cpu_mark and not spent:  # (the end validates anyway)
@@ -548,7 +548,7 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
     return "done"
 
 
-CPU_CHECK_EVERY = 10  # steps between two looks at the CPU-hours spent (train.cpu_hours, train.val_every_cpu_hours)
+CPU_CHECK_EVERY = 10  # most steps between two looks at the CPU-hours spent (train.cpu_hours, .val_every_cpu_hours)
 
 
 def _cpu_mark(t, st: TrainState) -> int:
