@@ -227,40 +227,68 @@ class Recognizer:
                 f"decoder={self._engine.decoder!r})")
 
     @overload
-    def read(self, images: ImageInput, *, channels: str = "RGB") -> Reading: ...
+    def read(self, images: ImageInput, *, channels: str = "RGB", return_exceptions: bool = False) -> Reading: ...
 
     @overload
-    def read(self, images: Iterable[ImageInput], *, channels: str = "RGB") -> list[Reading]: ...
+    def read(self, images: Iterable[ImageInput], *, channels: str = "RGB",
+             return_exceptions: bool = False) -> list[Reading]: ...
 
-    def read(self, images, *, channels="RGB"):
+    def read(self, images, *, channels="RGB", return_exceptions=False):
         """Read one image -> :class:`Reading`, or a list of images -> a list of Readings in the same order.
 
         An image is a file path, a PIL image, or a uint8 numpy array (H x W gray, or H x W x C with C = 1, 3, 4).
         ``channels`` names the order of an array's colour axis: "RGB" (PIL, imageio, matplotlib) or "BGR" (OpenCV's
         ``cv2.imread``); ``read(bgr, channels="BGR")`` equals ``read(bgr[..., ::-1])`` and reading the file itself.
         It does not apply to paths or PIL images, whose mode says what they hold. A file that cannot be read raises
-        ImageReadError (an OSError) naming it; nothing is returned for the other images of that call.
+        ImageReadError (an OSError) naming it; nothing is returned for the other images of that call. With
+        ``return_exceptions=True`` (as in ``asyncio.gather``) a list is read to the end instead: an image that cannot
+        be read (ImageReadError), a bad array (InferenceError) or an object that is no image (TypeError) gives its
+        exception in its place, and every other image its Reading. Crops at least twice as tall as wide, read as they
+        are (``vertical="warn"``), give one VerticalWarning per call, with their count.
         """
         from crnn.infer import InferenceError
 
         if channels not in CHANNEL_ORDERS:
             raise InferenceError(f"channels must be RGB or BGR (the order of a numpy image's last axis), "
                                  f"got {channels!r}")
-        single = _is_single(images)
-        items = [] if single else list(images)
-        if single:
+        if _is_single(images):
             return Reading(*self._engine.predict_tensors([self._tensor(images, "image", channels)])[0])
-        out: list[Reading] = []
+        items = list(images)
+        tall: list[tuple[str, int, int]] = []
+        out: list[Reading | Exception] = []
         with ThreadPoolExecutor(2) as pool:  # decoding and resizing release the GIL
             for s in range(0, len(items), CHUNK):
                 chunk = items[s:s + CHUNK]
                 names = [f"image {s + i}" for i in range(len(chunk))]
-                tensors = list(pool.map(self._tensor, chunk, names, [channels] * len(chunk)))
-                out += [Reading(text, conf) for text, conf in self._engine.predict_tensors(tensors)]
+                talls: list[list[tuple[str, int, int]]] = [[] for _ in chunk]  # one per image: in input order
+                loaded = list(pool.map(self._tensor_or_error, chunk, names, [channels] * len(chunk), talls))
+                failed = [x for x in loaded if isinstance(x, Exception)]
+                if failed and not return_exceptions:
+                    raise failed[0]
+                out += self._readings(loaded)
+                tall += [t for one in talls for t in one]
+        self._engine.warn_tall(tall, len(items), stacklevel=2)
         return out
 
-    def _tensor(self, item: ImageInput, where: str, channels: str) -> torch.Tensor:
-        """One input -> the model's preprocessed ``[C, H, W]`` tensor."""
+    def _readings(self, loaded: list) -> list[Reading | Exception]:
+        """Readings of the preprocessed items of one chunk, each failure's exception left in its place."""
+        good = [i for i, x in enumerate(loaded) if not isinstance(x, Exception)]
+        read = dict(zip(good, self._engine.predict_tensors([loaded[i] for i in good])))
+        return [Reading(*read[i]) if i in read else x for i, x in enumerate(loaded)]
+
+    def _tensor_or_error(self, item: ImageInput, where: str, channels: str,
+                         tall: list[tuple[str, int, int]]) -> torch.Tensor | Exception:
+        """One input -> its preprocessed tensor, or the exception that says why it cannot be read."""
+        from crnn.infer import ImageReadError, InferenceError
+
+        try:
+            return self._tensor(item, where, channels, tall)
+        except (ImageReadError, InferenceError, TypeError) as e:
+            return e
+
+    def _tensor(self, item: ImageInput, where: str, channels: str,
+                tall: list[tuple[str, int, int]] | None = None) -> torch.Tensor:
+        """One input -> the model's preprocessed ``[C, H, W]`` tensor (``tall``: see Engine.preprocess)."""
         import numpy as np
         from PIL import Image
 
@@ -276,7 +304,7 @@ class Recognizer:
             item = _array_image(item, channels, where)
         elif not isinstance(item, Image.Image):
             raise TypeError(f"{where}: expected a file path, a PIL image or a numpy array, got {type(item).__name__}")
-        return self._engine.preprocess(item, os.fspath(where_path) if where_path is not None else where)
+        return self._engine.preprocess(item, os.fspath(where_path) if where_path is not None else where, tall)
 
 
 def _lexicon_words(lexicon: str | os.PathLike | Sequence[str] | None) -> list[str] | None:

@@ -31,7 +31,7 @@ from crnn.charset import Charset
 from crnn.config import Config, load_config
 from crnn.data.collate import read_at_own_width, split_by_width  # noqa: F401 (public here too)
 from crnn.data.transforms import INFER_MAX_WIDTH, ResizeNormalize
-from crnn.data.vertical import VERTICAL_MODES, is_vertical, vertical_candidates, vertical_note
+from crnn.data.vertical import VERTICAL_MODES, is_vertical, vertical_candidates, vertical_note, vertical_summary
 from crnn.decode import DECODE_METHODS, decode
 from crnn.engine.checkpoint import Checkpoint, build_from_checkpoint, load_checkpoint
 from crnn.engine.evaluate import reading_context
@@ -147,6 +147,10 @@ def resolve_weights(weights: str | os.PathLike | None, folder: str | os.PathLike
     if weights is None:
         return default_weights() if folder is None else default_weights(folder)
     path = Path(weights)
+    if not path.exists() and str(weights) not in WEIGHTS_BY_NAME and _looks_like_a_name(str(weights)):
+        raise InferenceError(f"weights {weights!r}: no such file, and not a shipped model's name "
+                             f"({', '.join(WEIGHTS_BY_NAME)}){_did_you_mean(str(weights))}; pass one of those names "
+                             "or the path to a checkpoint (.pt)")
     if path.exists() or str(weights) not in WEIGHTS_BY_NAME:
         return path
     folder = Path(folder) if folder is not None else weights_folder()
@@ -163,6 +167,19 @@ def resolve_weights(weights: str | os.PathLike | None, folder: str | os.PathLike
     how = NOT_YET_SHIPPED.get(name, "get it with the crnn checkout (git pull)")
     raise InferenceError(f"shipped model {name!r} is {file}, which is not there; {how}, "
                          f"or pass --weights PATH to a checkpoint")
+
+
+def _looks_like_a_name(weights: str) -> bool:
+    """A bare word such as ``eng`` (no folder, no file suffix): meant as a shipped model's name."""
+    return bool(re.fullmatch(r"[\w-]+", weights))
+
+
+def _did_you_mean(weights: str) -> str:
+    """`` (did you mean 'en'?)`` for a near miss of a shipped name, else ""."""
+    import difflib
+
+    close = difflib.get_close_matches(weights.lower(), list(WEIGHTS_BY_NAME), n=1, cutoff=0.5)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def default_weights(folder: str | os.PathLike | None = None) -> Path:
@@ -217,6 +234,8 @@ def load_image(path: str | os.PathLike) -> Image.Image:
     p = Path(path)
     if p.is_dir():
         raise ImageReadError("is a directory")
+    if p.is_file() and p.stat().st_size == 0:
+        raise ImageReadError("empty (0 bytes)")
     try:
         with Image.open(p) as img:
             img.load()
@@ -351,15 +370,20 @@ class Recognizer:
         model, cs, cfg = build_from_checkpoint(ckpt, "cpu", config=config, charset=charset)
         return cls(model, cs, cfg, dev, amp=amp, **kw)
 
-    def preprocess(self, image: Image.Image, where: str = "an image") -> torch.Tensor:
+    def preprocess(self, image: Image.Image, where: str = "an image",
+                   tall: list[tuple[str, int, int]] | None = None) -> torch.Tensor:
         """PIL image -> normalised ``[C, H, W]`` tensor as in training; SqueezeWarning when a line is squeezed.
 
         A crop at least twice as tall as wide (vertical text?): read as it is with a VerticalWarning (``vertical``
-        warn), as it is (off), or as a :class:`VerticalCandidates` of horizontal lines (stack: its stacked characters
-        laid side by side, one per way to cut it; rotate: a quarter turn each way; auto: both;
+        warn; with a ``tall`` list its name and size are appended there instead, for one :meth:`warn_tall` after a
+        read of many), as it is (off), or as a :class:`VerticalCandidates` of horizontal lines (stack: its stacked
+        characters laid side by side, one per way to cut it; rotate: a quarter turn each way; auto: both;
         crnn.data.vertical), of which predict_tensors keeps the most confident reading."""
         if self.vertical == "warn" and is_vertical(*image.size):
-            warnings.warn(f"{where}: {vertical_note(*image.size)}", VerticalWarning, stacklevel=2)
+            if tall is None:
+                warnings.warn(f"{where}: {vertical_note(*image.size)}", VerticalWarning, stacklevel=2)
+            else:
+                tall.append((where, *image.size))
         lines = vertical_candidates(image, self.vertical)
         if lines:
             return VerticalCandidates(self.preprocess(line, where) for line in lines)  # type: ignore[return-value]
@@ -367,6 +391,14 @@ class Recognizer:
         if note:
             warnings.warn(f"{where}: {note}", SqueezeWarning, stacklevel=2)
         return self.transform(image)
+
+    @staticmethod
+    def warn_tall(tall: list[tuple[str, int, int]], total: int, stacklevel: int = 2) -> None:
+        """One VerticalWarning for a read of ``total`` images of which ``tall`` were tall: the crop's own note for
+        one, a count with the first names for several (none: nothing)."""
+        note = vertical_summary(tall, total)
+        if note:
+            warnings.warn(note, VerticalWarning, stacklevel=stacklevel + 1)
 
     def squeeze_note(self, w: int, h: int) -> str:
         """Why a ``w x h`` keep-ratio line gets fewer time steps than its width asks for ("" when it does not)."""
@@ -406,26 +438,32 @@ class Recognizer:
         """PIL images -> (text, confidence) in input order."""
         return self.predict_tensors([self.preprocess(img) for img in images])
 
-    def _load(self, path: str) -> torch.Tensor | VerticalCandidates | str:
+    def _load(self, path: str, tall: list[tuple[str, int, int]]) -> torch.Tensor | VerticalCandidates | str:
         """Preprocessed tensor of one file, or the error text."""
         try:
-            return self.preprocess(load_image(path), path)
+            return self.preprocess(load_image(path), path, tall)
         except ImageReadError as e:
             return str(e)
 
     def predict_paths(self, paths: Iterable[str], chunk: int = CHUNK, threads: int = 2) -> Iterator[Prediction]:
         """Predict image files in input order; unreadable files yield a Prediction with ``error`` set.
 
-        Files are read and resized by ``threads`` background threads, one chunk ahead of the model.
+        Files are read and resized by ``threads`` background threads, one chunk ahead of the model. Tall crops
+        (vertical text?) read as they are give one VerticalWarning after the last prediction, with their count.
         """
         paths = list(paths)
         chunks = [paths[s:s + chunk] for s in range(0, len(paths), chunk)]
+        talls: list[list[tuple[str, int, int]]] = [[] for _ in paths]  # one per file: in input order
         with ThreadPoolExecutor(max(1, threads)) as pool:
-            ahead = [pool.submit(self._load, p) for p in chunks[0]] if chunks else []
+            def submit(k: int) -> list:
+                start = k * chunk
+                return [pool.submit(self._load, p, talls[start + i]) for i, p in enumerate(chunks[k])]
+
+            ahead = submit(0) if chunks else []
             for k, names in enumerate(chunks):
-                current = ahead
-                ahead = [pool.submit(self._load, p) for p in chunks[k + 1]] if k + 1 < len(chunks) else []
+                current, ahead = ahead, submit(k + 1) if k + 1 < len(chunks) else []
                 yield from self._predict_loaded(names, [f.result() for f in current])
+        self.warn_tall([t for one in talls for t in one], len(paths))
 
     def _predict_loaded(self, names: list[str],
                         loaded: list[torch.Tensor | VerticalCandidates | str]) -> Iterator[Prediction]:

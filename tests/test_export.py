@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -129,3 +132,73 @@ def test_onnx_without_the_onnx_package_is_a_one_line_error(trained, tmp_path, ca
     err = capsys.readouterr().err
     assert err.startswith("crnn-export: error: ONNX export needs the onnx package") and len(err.splitlines()) == 1
     assert not out.exists()
+
+
+# ------------------------------------------------------------------------------------- the export, read elsewhere
+@pytest.fixture(scope="module")
+def exported_en(tmp_path_factory) -> dict[str, Path]:
+    """The shipped en model exported as ONNX and TorchScript, the two commands of docs/export.md."""
+    folder = tmp_path_factory.mktemp("exported")
+    files = {"onnx": folder / "crnn.onnx", "torchscript": folder / "crnn.ts.pt"}
+    for fmt, out in files.items():
+        assert main(["--weights", "en", "--format", fmt, "--out", str(out)]) == 0
+    return files
+
+
+def _page_snippet() -> str:
+    """The ```python block of docs/export.md that runs the ONNX file with onnxruntime."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "export.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "onnxruntime" in b]
+    assert len(blocks) == 1, "docs/export.md shows one onnxruntime snippet"
+    return blocks[0]
+
+
+def test_the_export_page_reads_the_onnx_file_without_crnn_as_crnn_predict_reads_the_pt(exported_en, tmp_path):
+    """docs/export.md's snippet, run as written on crnn.onnx beside word.png (with no crnn import), prints the text
+    and confidence crnn-predict gives for the shipped en model the file was exported from."""
+    import crnn
+
+    samples = sorted((Path(__file__).resolve().parent.parent / "weights" / "samples").glob("synth_*.png"))
+    assert samples
+    reader = crnn.Recognizer("en", device="cpu")
+    shutil.copy(exported_en["onnx"], tmp_path / "crnn.onnx")
+    check = "\nimport sys\nassert not any(m == 'crnn' or m.startswith('crnn.') for m in sys.modules)\n"
+    for sample in samples:
+        shutil.copy(sample, tmp_path / "word.png")
+        res = subprocess.run([sys.executable, "-c", _page_snippet() + check], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=120)
+        assert res.returncode == 0, res.stderr[-2000:]
+        text, conf = res.stdout.rsplit(maxsplit=1)
+        want = reader.read(sample)
+        assert text == want.text, sample.name
+        assert float(conf) == pytest.approx(want.confidence, abs=2e-4), sample.name
+
+
+@pytest.mark.parametrize("fmt,what,runtime", [("onnx", "an ONNX model", "onnxruntime"),
+                                              ("torchscript", "a TorchScript model", "torch.jit.load")])
+def test_an_exported_file_passed_as_weights_is_refused_in_one_line_saying_what_it_is(exported_en, fmt, what, runtime,
+                                                                                      capsys):
+    from crnn.cli import convert_ckpt, predict, serve
+
+    path = exported_en[fmt]
+    sample = str(Path(__file__).resolve().parent.parent / "weights" / "samples" / "synth_2.png")
+    want = (f"{path} is {what} exported by crnn-export (vgg_small), not a checkpoint: pass the .pt file it was "
+            f"exported from (or a shipped model's name, e.g. en), or run the export without crnn, with {runtime} "
+            "(docs/export.md)")
+    for prog, run, code in [("crnn-predict", lambda: predict.main(["--weights", str(path), sample]), 2),
+                            ("crnn-convert-ckpt", lambda: convert_ckpt.main(["--info", str(path)]), 1),
+                            ("crnn-serve", lambda: serve.main(["--weights", str(path), "--port", "0"]), 2)]:
+        assert run() == code, prog
+        out, err = capsys.readouterr()
+        assert err == f"{prog}: error: {want}\n" and out == "", prog
+
+
+def test_an_onnx_file_from_elsewhere_is_named_as_onnx(tmp_path):
+    from crnn.engine.checkpoint import CheckpointError, load_checkpoint
+
+    (tmp_path / "other.onnx").write_bytes(b"\x08\x07\x12\x07pytorch")  # no crnn metadata
+    with pytest.raises(CheckpointError, match=r"other.onnx is an ONNX model, not a checkpoint"):
+        load_checkpoint(tmp_path / "other.onnx")
+    (tmp_path / "broken.pt").write_bytes(b"\x08\x07\x12\x07pytorch")
+    with pytest.raises(CheckpointError, match=r"broken.pt is not a readable checkpoint \(truncated or corrupt\?\)$"):
+        load_checkpoint(tmp_path / "broken.pt")

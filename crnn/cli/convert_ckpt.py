@@ -28,7 +28,7 @@ from crnn.engine.convert import (  # noqa: F401 (importable from here as before 
     info_lines,
     interpolated,
 )
-from crnn.infer import WEIGHTS_BY_NAME, InferenceError, resolve_weights
+from crnn.infer import InferenceError, resolve_weights
 from crnn.foreign import DEFAULT_WIDTH, SOURCES, TARGETS, ForeignFormatError
 
 PROG = "crnn-convert-ckpt"
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # argparse already printed the message
         return int(e.code or 0)
     try:
-        if not Path(args.input).exists() and args.input in WEIGHTS_BY_NAME:  # a shipped model by name
+        if not Path(args.input).exists():  # a shipped model by name (a near miss such as eng: one line naming them)
             args.input = str(resolve_weights(args.input))
         convert_file(ConvertOptions(**vars(args)), say=print)
     except InferenceError as e:

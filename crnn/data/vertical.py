@@ -35,6 +35,20 @@ def vertical_note(width: int, height: int) -> str:
             f"bottom, or text turned sideways), or pass vertical='off' to read it as it is")
 
 
+def vertical_summary(tall: list[tuple[str, int, int]], total: int) -> str:
+    """The one warning for a read of ``total`` images of which ``tall`` (name, width, height) are tall ("" for none):
+    one crop's own note, or a count with the first few names."""
+    if not tall:
+        return ""
+    if len(tall) == 1:
+        where, w, h = tall[0]
+        return f"{where}: {vertical_note(w, h)}"
+    names = ", ".join(f"{where} ({w}x{h})" for where, w, h in tall[:3]) + (", ..." if len(tall) > 3 else "")
+    return (f"{len(tall)} of {total} images are at least {VERTICAL_RATIO:g}x taller than wide (vertical text?), "
+            f"e.g. {names}; they were read as they are, but crnn reads horizontal lines: read them with "
+            f"vertical='auto' (crnn-predict --vertical auto), or pass vertical='off' to read them as they are")
+
+
 def _ink(gray: np.ndarray) -> np.ndarray:
     """Boolean ink mask: Otsu's threshold, ink on the side away from the border's median (dark or light text)."""
     hist = np.bincount(gray.ravel(), minlength=256).astype(np.float64)

@@ -18,6 +18,7 @@ import collections
 import os
 import pickle
 import pickletools
+import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -193,6 +194,8 @@ def _torch_load(path: Path) -> Any:
         raise CheckpointError(f"weights file {path} not found")
     if path.is_dir():
         raise CheckpointError(f"weights file {path} is a directory; give the .pt file inside it")
+    if _is_torchscript(path):  # torch.load would hand it to torch.jit.load with a warning, then fail
+        raise _unreadable(path)
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
@@ -202,11 +205,47 @@ def _torch_load(path: Path) -> Any:
                 "arbitrary code) — if you trust it, re-save it as a plain state dict: "
                 "torch.save(model.state_dict(), 'plain.pt')"
             ) from None
-        raise CheckpointError(f"{path} is not a readable checkpoint (truncated or corrupt?)") from None
+        raise _unreadable(path) from None
     except PermissionError:
         raise CheckpointError(f"weights file {path} is not readable (permission denied)") from None
     except Exception:  # zip/EOF/Key/Runtime errors from a damaged file
-        raise CheckpointError(f"{path} is not a readable checkpoint (truncated or corrupt?)") from None
+        raise _unreadable(path) from None
+
+
+def _unreadable(path: Path) -> CheckpointError:
+    """The error for a file torch.load cannot read: an export of crnn-export (ONNX, TorchScript) said as such."""
+    kind = _export_kind(path)
+    if not kind:
+        return CheckpointError(f"{path} is not a readable checkpoint (truncated or corrupt?)")
+    runtime = "onnxruntime" if "ONNX" in kind else "torch.jit.load"
+    return CheckpointError(f"{path} is {kind}, not a checkpoint: pass the .pt file it was exported from (or a "
+                           f"shipped model's name, e.g. en), or run the export without crnn, with {runtime} "
+                           "(docs/export.md)")
+
+
+def _export_kind(path: Path) -> str:
+    """"an ONNX model exported by crnn-export (vgg_small)", "a TorchScript model", ... or "" for anything else."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    ours = b'"format": "crnn-export"' in data
+    variant = re.search(rb'"variant": "([\w-]+)"', data) if ours else None
+    by = f" exported by crnn-export ({variant[1].decode()})" if variant else (" exported by crnn-export" if ours else "")
+    if zipfile.is_zipfile(path):
+        return f"a TorchScript model{by}" if _is_torchscript(path) else ""
+    if ours or path.suffix.lower() == ".onnx":
+        return f"an ONNX model{by}"
+    return ""
+
+
+def _is_torchscript(path: Path) -> bool:
+    """A torch.jit.save archive (its code/ folder and constants.pkl), read from the zip's directory only."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return any(n.endswith("/constants.pkl") or "/code/" in n for n in zf.namelist())
+    except (zipfile.BadZipFile, OSError):
+        return False
 
 
 def _parses_as_pickle(path: Path) -> bool:
