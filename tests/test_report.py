@@ -45,14 +45,42 @@ def test_alignment_marks_each_kind_of_error():
 def test_confusion_counts_on_a_crafted_case():
     rows = A.compare(CRAFTED, "exact")
     assert [r.distance for r in rows] == [1, 1, 1, 1, 0, 2]
-    assert A.confusions(rows) == [A.Confusion("sub", "a", "u", 2, 0), A.Confusion("del", "!", "", 1, 5),
-                                  A.Confusion("del", "o", "", 1, 1), A.Confusion("ins", "", "n", 1, 2),
-                                  A.Confusion("sub", "Z", "z", 1, 5)]
+    assert A.confusions(rows) == [A.Confusion("sub", "a", "u", 2, 0, 2, (0, 3)), A.Confusion("del", "!", "", 1, 5, 1, (5,)),
+                                  A.Confusion("del", "o", "", 1, 1, 1, (1,)), A.Confusion("ins", "", "n", 1, 2, 1, (2,)),
+                                  A.Confusion("sub", "Z", "z", 1, 5, 1, (5,))]
     clearer = A.compare([A.Sample(0, "foot", "f", 0.1), A.Sample(1, "to", "t", 0.1)], "exact")
-    assert A.confusions(clearer)[0] == A.Confusion("del", "o", "", 3, 1)  # the example with fewest other errors
+    # two crops miss an o (one of them twice: it counts once); the example is the crop with fewest other errors
+    assert A.confusions(clearer)[0] == A.Confusion("del", "o", "", 2, 1, 3, (1, 0))
     loose = A.compare(CRAFTED, "alnum-insensitive")  # "Zoo!" == "zoo" once lower-cased and cut to 0-9a-z
     assert [r.correct for r in loose] == [False, False, False, False, True, True]
     assert [c.count for c in A.confusions(loose)] == [2, 1, 1]
+
+
+def test_one_badly_misread_crop_does_not_fill_the_confusion_cards(tmp_path):
+    """Issue 61: "Singapore's" read as "2" gave 9 of the 30 cards. Its errors count once per crop, and it is shown on
+    at most two cards; confusions seen in several crops come first."""
+    samples = [A.Sample(0, "Singapore's", "2", 0.3, 90, 20)]
+    samples += [A.Sample(i, "cat", "cut", 0.9, 40, 20) for i in range(1, 4)]
+    samples += [A.Sample(i, "dog", "dg", 0.9, 40, 20) for i in range(4, 6)]
+    conf = A.confusions(A.compare(samples, "exact"))
+    assert [(c.kind, c.truth, c.pred, c.count) for c in conf[:2]] == [("del", "o", "", 3), ("sub", "a", "u", 3)]
+    picked = A.top_confusions(conf, 30)
+    assert sum(crop == 0 for _, crop in picked) == 2 and len(picked) == 4
+    html = write_report(tmp_path, [DatasetInput("d", {}, samples, crop)],
+                        {"weights": "w", "protocol": "exact"}).read_text(encoding="utf-8")
+    assert html.count("<figure class='conf'>") == 4 and "<b>3</b> crops:" in html and "<b>1</b> crop:" in html
+
+
+def test_charts_are_wide_enough_for_their_title_and_bars():
+    from crnn.report.svg import H, W, bar_chart, chart_width
+
+    bins = [A.Bin(chr(97 + i), 4, 1) for i in range(23)]
+    title = "Error rate of the 23 most-missed characters"
+    svg = bar_chart(title, bins, rate="error", x_title="character")
+    width = chart_width(title, len(bins))
+    assert width > W and f'width="{width}" height="{H}"' in svg and f'<text x="{width / 2:.0f}" y="18"' in svg
+    assert width >= len(title) * 7.5 and width >= 23 * 22  # the whole title, 22 px per bar
+    assert chart_width("Accuracy by label length", 8) == W
 
 
 def test_worst_first_order():

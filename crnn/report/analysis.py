@@ -51,13 +51,15 @@ class Row:
 
 @dataclass(frozen=True)
 class Confusion:
-    """One kind of character error, how often it happened and the first image that shows it."""
+    """One kind of character error, in how many crops it happened and the crops that show it, clearest first."""
 
     kind: str  # sub / del / ins
     truth: str  # "" for an insertion
     pred: str  # "" for a deletion
-    count: int
+    count: int  # crops with this error (a crop that makes it twice counts once)
     example: int  # Sample.index of the clearest image with this error: fewest other errors, then first
+    occurrences: int = 0  # times it happened over all crops
+    examples: tuple[int, ...] = ()  # every crop with it, clearest first (example is the first)
 
 
 @dataclass(frozen=True)
@@ -127,21 +129,40 @@ def worst_first(rows: Sequence[Row]) -> list[Row]:
 
 
 def confusions(rows: Sequence[Row]) -> list[Confusion]:
-    """Every substitution, deletion and insertion over all rows, most frequent first (ties: kind, characters).
-
-    Each comes with an example: the image with the lowest edit distance that shows it (the first one on ties).
-    """
-    counts: Counter[tuple[str, str, str]] = Counter()
-    first: dict[tuple[str, str, str], int] = {}
-    best: dict[tuple[str, str, str], int] = {}  # edit distance of the example so far
+    """Every substitution, deletion and insertion over all rows, in the most crops first (ties: occurrences, kind,
+    characters). A crop counts once per kind of error however often it makes it, so one badly misread crop cannot
+    outweigh errors seen across many; each comes with its crops, the one with the fewest errors first (then the
+    first in dataset order)."""
+    crops: dict[tuple[str, str, str], list[Row]] = {}
+    times: Counter[tuple[str, str, str]] = Counter()
     for r in rows:
-        for op in r.ops:
-            if op[0] != EQ:
-                counts[op] += 1
-                if op not in best or r.distance < best[op]:
-                    best[op], first[op] = r.distance, r.sample.index
-    order = sorted(counts, key=lambda k: (-counts[k], k))
-    return [Confusion(k[0], k[1], k[2], counts[k], first[k]) for k in order]
+        ops = [op for op in r.ops if op[0] != EQ]
+        times.update(ops)
+        for op in dict.fromkeys(ops):
+            crops.setdefault(op, []).append(r)
+    order = sorted(crops, key=lambda k: (-len(crops[k]), -times[k], k))
+    out = []
+    for k in order:
+        shown = tuple(r.sample.index for r in sorted(crops[k], key=lambda r: r.distance))  # stable: dataset order
+        out.append(Confusion(k[0], k[1], k[2], len(crops[k]), shown[0], times[k], shown))
+    return out
+
+
+def top_confusions(conf: Sequence[Confusion], n: int, per_crop: int = 2) -> list[tuple[Confusion, int]]:
+    """The ``n`` confusions to show, each with the crop to show it on: a crop is shown on at most ``per_crop`` cards
+    (the next clearest crop of a confusion takes its place), and a confusion whose only crops are used up that way
+    is left out - one crop read as something else entirely would otherwise fill the cards with its own errors."""
+    used: Counter[int] = Counter()
+    picked = []
+    for c in conf:
+        crop = next((i for i in c.examples or (c.example,) if used[i] < per_crop), None)
+        if crop is None:
+            continue
+        used[crop] += 1
+        picked.append((c, crop))
+        if len(picked) == n:
+            break
+    return picked
 
 
 def by_label_length(rows: Sequence[Row], max_bins: int = 20) -> list[Bin]:

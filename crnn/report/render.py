@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from html import escape
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from crnn.report.svg import CHART_CSS, bar_chart
 
 THUMB_HEIGHT, THUMB_MAX_WIDTH = 48, 420  # crops are shown at most this large (px)
 TOP_CONFUSIONS = 30
+MAX_DIFFERENT = 200  # crops shown where the compared readers disagree
 MAX_NEVER_RIGHT = 400
 LARGE_ALPHABET = 100  # distinct label characters from which characters are grouped by frequency
 
@@ -28,6 +29,7 @@ class DatasetInput:
     row: dict  # the dataset's row of the crnn-eval summary (word_acc, cer, ned_similarity, ...)
     samples: list[A.Sample]
     image: Callable[[int], Image.Image | None]  # Sample.index -> the image as stored (None when unreadable)
+    others: list[tuple[str, dict, dict[int, str]]] = field(default_factory=list)  # (name, scores, index -> text)
 
 
 class _Images:
@@ -105,7 +107,7 @@ def write_report(out: str | os.PathLike, datasets: Sequence[DatasetInput], meta:
         for p in range(1, len(pages)):
             _write(out / _page_name(k, p), f"{data.name}: errors, page {p + 1}",
                    _back_link(k, data.name) + _gallery(k, data, rows, pages, p, images))
-        sections.append(_dataset_section(k, data, rows, pages, images, protocol))
+        sections.append(_dataset_section(k, data, rows, pages, images, protocol, readable_path(str(meta["weights"]))))
         nav.append(f'<a href="#d{k}">{escape(data.name)}</a>')
     body = _header(meta) + f'<nav>{" · ".join(nav)}</nav>' + "".join(sections)
     index = out / "index.html"
@@ -136,16 +138,58 @@ def _header(meta: dict) -> str:
 
 
 def _dataset_section(k: int, data: DatasetInput, rows: list[A.Row], pages: list, images: _Images,
-                     protocol: str) -> str:
+                     protocol: str, weights: str = "model") -> str:
     """Summary, charts, confusions, characters and the first gallery page of one dataset."""
     calib = A.calibration(rows)
     parts = [f'<section class="dataset" id="d{k}"><h2>{escape(data.name)}</h2>',
              _summary(data.row, rows, protocol, A.expected_calibration_error(calib)),
+             _comparison(k, data, rows, images, protocol, weights),
              "<h3>Where it fails</h3>", _charts(rows, calib),
              "<h3>Most frequent character confusions</h3>", _confusions(k, data, rows, images),
              "<h3>Characters</h3>", _characters(rows),
              "<h3>Errors, worst first</h3>", _gallery(k, data, rows, pages, 0, images), "</section>"]
     return "".join(parts)
+
+
+def _comparison(k: int, data: DatasetInput, rows: list[A.Row], images: _Images, protocol: str, weights: str) -> str:
+    """The other readers beside the model (crnn-eval --against, a second --weights): their scores side by side, then
+    the crops where the readings differ - those one of them reads right and another wrong first."""
+    if not data.others:
+        return ""
+    names = [weights, *(name for name, _, _ in data.others)]
+    scores = [data.row, *(sc for _, sc, _ in data.others)]
+    head = "".join(f"<th>{escape(n)}</th>" for n in names)
+    cells = {key: "".join(f"<td class='num'>{fmt.format(sc.get(key, 0.0))}</td>" for sc in scores)
+             for key, fmt in (("word_acc", "{:.2%}"), ("cer", "{:.4f}"), ("ned_similarity", "{:.4f}"))}
+    failed = "".join(f"<td class='num'>{len(sc.get('failed', [])):,}</td>" for sc in scores)
+    table = (f"<table class='cmp'><tr><th></th>{head}</tr><tr><th>word accuracy</th>{cells['word_acc']}</tr>"
+             f"<tr><th>CER</th>{cells['cer']}</tr><tr><th>1-NED</th>{cells['ned_similarity']}</tr>"
+             f"<tr><th>could not read (counted wrong)</th>{failed}</tr></table>")
+    differ = []
+    for r in rows:
+        each = [r, *(A.compare([replace(r.sample, pred=got.get(r.sample.index, ""))], protocol)[0]
+                     for _, _, got in data.others)]
+        if len({x.guess for x in each}) > 1:
+            split = len({x.correct for x in each}) > 1  # one reads it right, another does not
+            differ.append((not split, r.sample.index, each))
+    differ.sort(key=lambda d: d[:2])
+    split = sum(not d[0] for d in differ)
+    cards = "".join(_compared(images.src(k, data, d[1]), names, d[2]) for d in differ[:MAX_DIFFERENT])
+    cap = f"; the first {MAX_DIFFERENT} are shown" if len(differ) > MAX_DIFFERENT else ""
+    note = (f"<p>Read on the same {len(rows):,} images, one per call, under the same protocol. The readings differ "
+            f"on {len(differ):,} crops: on {split:,} one reads right what another reads wrong (shown first), on "
+            f"{len(differ) - split:,} they are wrong in different ways{cap}.</p>")
+    return (f"<h3>Compared with other readers</h3>{table}{note}{LEGEND}"
+            f"<div class='gallery'>{cards}</div>")
+
+
+def _compared(src: str | None, names: list[str], each: list[A.Row]) -> str:
+    """One crop where the readers disagree: the crop, its truth, and each reader's reading marked right or wrong."""
+    reads = "".join(f"<div class='{'ok' if x.correct else 'bad'}'><span class='who'>{escape(n)}</span>"
+                    f"{_marked_parts(x)[1]}</div>" for n, x in zip(names, each))
+    return (f"<figure class='err cmp'>{_img(src, each[0])}<figcaption>"
+            f"<div class='t'><span class='k'>truth</span><code>{escape(each[0].truth)}</code></div>{reads}"
+            f"<div class='m'>image #{each[0].sample.index}</div></figcaption></figure>")
 
 
 def _summary(row: dict, rows: list[A.Row], protocol: str, ece: float) -> str:
@@ -185,23 +229,26 @@ def _aspect(s: A.Sample) -> float:
 
 
 def _confusions(k: int, data: DatasetInput, rows: list[A.Row], images: _Images) -> str:
-    """The most frequent substitutions / deletions / insertions with an example crop each."""
+    """The substitutions / deletions / insertions seen in the most crops, each with an example crop (a crop on at
+    most two cards)."""
     conf = A.confusions(rows)
     if not conf:
         return "<p>No character errors.</p>"
     by_index = {r.sample.index: r for r in rows}
     kinds = {A.SUB: "read as", A.DEL: "missed", A.INS: "added"}
     cards = []
-    for c in conf[:TOP_CONFUSIONS]:
+    for c, example in A.top_confusions(conf, TOP_CONFUSIONS):
         what = (f"{_char(c.truth)} {kinds[c.kind]} {_char(c.pred)}" if c.kind == A.SUB
                 else f"{kinds[c.kind]} {_char(c.truth or c.pred)}")
-        r = by_index[c.example]
-        cards.append(f"<figure class='conf'><div class='what'><b>{c.count:,}&times;</b> {what}</div>"
-                     f"{_img(images.src(k, data, c.example), r)}{_marked(r)}</figure>")
-    totals = {kind: sum(c.count for c in conf if c.kind == kind) for kind in kinds}
+        r = by_index[example]
+        crops = "crop" if c.count == 1 else "crops"
+        cards.append(f"<figure class='conf'><div class='what'><b>{c.count:,}</b> {crops}: {what}</div>"
+                     f"{_img(images.src(k, data, example), r)}{_marked(r)}</figure>")
+    totals = {kind: sum(c.occurrences for c in conf if c.kind == kind) for kind in kinds}
     head = (f"<p>{totals[A.SUB]:,} substitutions, {totals[A.DEL]:,} deletions (truth characters missed), "
             f"{totals[A.INS]:,} insertions (extra characters read) in {len(conf):,} distinct confusions; "
-            f"the {min(len(conf), TOP_CONFUSIONS)} most frequent, each with its clearest example:</p>")
+            f"the {len(cards)} seen in the most crops (a crop counts once per card; one crop is shown on at most "
+            "two cards), each with its clearest example:</p>")
     return head + LEGEND + f'<div class="confs">{"".join(cards)}</div>'
 
 
@@ -278,6 +325,11 @@ def _img(src: str | None, r: A.Row) -> str:
 
 def _marked(r: A.Row) -> str:
     """Truth and reading (after the protocol) with substituted, missed and added characters marked."""
+    return "".join(_marked_parts(r))
+
+
+def _marked_parts(r: A.Row) -> tuple[str, str]:
+    """:func:`_marked`'s truth line and reading line."""
     truth: list[tuple[str, str]] = []  # (css class, char); "" = unchanged
     read: list[tuple[str, str]] = []
     for op, t, g in r.ops or [(A.EQ, c, c) for c in r.truth]:
@@ -287,7 +339,7 @@ def _marked(r: A.Row) -> str:
         if op != A.DEL:
             read.append((cls, g))
     read_html = _runs(read) or "<span class='none'>(nothing read)</span>"
-    return (f"<div class='t'><span class='k'>truth</span><code>{_runs(truth)}</code></div>"
+    return (f"<div class='t'><span class='k'>truth</span><code>{_runs(truth)}</code></div>",
             f"<div class='p'><span class='k'>read</span><code>{read_html}</code></div>")
 
 
@@ -375,5 +427,9 @@ code { font: 14px/1.3 ui-monospace, "DejaVu Sans Mono", monospace, "Noto Sans CJ
 .ch { background: #fff; border: 1px solid #ddd; padding: 1px 4px; border-radius: 3px; }
 .ch small { color: #999; font-size: 10px; margin-left: 2px; }
 .pager { margin: 6px 0; } .pager a, .pager b { margin-right: 4px; }
+table.cmp td, table.cmp th { font-size: 13px; } table.cmp th { background: #f1f4f8; }
+figure.cmp .ok .p, figure.cmp .bad .p { display: inline; } .who { display: block; font-size: 11px; color: #555; }
+figure.cmp .ok { border-left: 3px solid #5cb85c; padding-left: 4px; margin: 2px 0; }
+figure.cmp .bad { border-left: 3px solid #d9534f; padding-left: 4px; margin: 2px 0; }
 .legend { font-size: 12px; color: #666; } .legend span { padding: 0 4px; margin-right: 8px; color: #222; }
 """
