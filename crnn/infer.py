@@ -41,7 +41,8 @@ __all__ = ["Recognizer", "Prediction", "InferenceError", "ImageReadError", "AMP_
            "resolve_device", "load_image", "width_batches", "split_by_width", "read_at_own_width", "default_weights",
            "fallback_spec", "read_lexicon", "WEIGHTS_BY_NAME", "WEIGHTS_READS", "weights_folder", "resolve_weights",
            "shipped_names_help", "INFER_MAX_WIDTH", "SqueezeWarning", "VerticalWarning", "PrecisionWarning",
-           "VerticalCandidates", "FallbackWeightsWarning", "find_images", "expand_inputs"]
+           "VerticalCandidates", "FallbackWeightsWarning", "find_images", "expand_inputs", "EMPTY_IMAGE",
+           "UNRECOGNISED_IMAGE"]
 
 # reading precision: off (float32) | auto (bf16 where measured faster here) | bf16 (on a CPU: the weights held in
 # bfloat16; on CUDA: autocast) | fp16 (CUDA autocast)
@@ -50,6 +51,8 @@ AMP_HELP = ("reading precision: off (float32, the default), auto (bf16 where one
             "a CPU the weights held in bfloat16: 1.2-1.9x on CPUs with native bf16 kernels, e.g. Zen 4/5 or AMX "
             "Xeons, slower on others; on CUDA autocast), fp16 (CUDA autocast)")
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pbm", ".pgm", ".ppm")
+EMPTY_IMAGE = "empty (0 bytes)"  # the reason for an empty file, here and in crnn-serve's answers
+UNRECOGNISED_IMAGE = "not an image (unrecognised format)"
 CHUNK = 512  # images loaded and predicted together by predict_paths (bounds memory on huge inputs)
 # The shipped models by name (files in weights/ of the package checkout); "en" is the default everywhere.
 WEIGHTS_BY_NAME = {"en": "crnn_en.pt", "en_alnum36": "crnn_vgg_small.pt", "zh": "crnn_zh_lines.pt"}
@@ -235,7 +238,7 @@ def load_image(path: str | os.PathLike) -> Image.Image:
     if p.is_dir():
         raise ImageReadError("is a directory")
     if p.is_file() and p.stat().st_size == 0:
-        raise ImageReadError("empty (0 bytes)")
+        raise ImageReadError(EMPTY_IMAGE)
     try:
         with Image.open(p) as img:
             img.load()
@@ -245,7 +248,7 @@ def load_image(path: str | os.PathLike) -> Image.Image:
     except PermissionError:
         raise ImageReadError("permission denied") from None
     except UnidentifiedImageError:
-        raise ImageReadError("not an image (unrecognised format)") from None
+        raise ImageReadError(UNRECOGNISED_IMAGE) from None
     except (OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError) as e:
         raise ImageReadError(f"cannot decode image ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
 

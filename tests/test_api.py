@@ -157,6 +157,25 @@ def test_read_errors_name_the_input_like_crnn_predict(reader, tmp_path, capsys):
         reader.read(SAMPLES[0], channels="bgr")
 
 
+def test_a_list_read_with_return_exceptions_keeps_the_good_readings_and_gives_each_failure_in_its_place(
+        reader, predicted, tmp_path):
+    empty, missing = tmp_path / "empty.png", str(tmp_path / "missing.png")
+    empty.write_bytes(b"")
+    items = [str(SAMPLES[0]), str(empty), missing, np.zeros((32, 100), np.float32), 3, str(SAMPLES[1])]
+    got = reader.read(items, return_exceptions=True)
+    assert len(got) == len(items)
+    for i in (0, 5):
+        assert isinstance(got[i], crnn.Reading) and got[i].text == predicted[items[i]][0]
+    assert [(type(e), str(e)) for e in got[1:5]] == [
+        (ImageReadError, f"{empty}: empty (0 bytes)"), (ImageReadError, f"{missing}: no such file"),
+        (InferenceError, "image 3: a numpy image must be uint8 (0-255), got float32; convert it, e.g. "
+                         "(x * 255).round().astype(np.uint8) for floats in [0, 1]"),
+        (TypeError, "image 4: expected a file path, a PIL image or a numpy array, got int")]
+    with pytest.raises(ImageReadError, match=f"^{re.escape(str(empty))}: empty"):  # the default: the first failure
+        reader.read(items)
+    assert reader.read([str(SAMPLES[0])], return_exceptions=True) == [reader.read(str(SAMPLES[0]))]
+
+
 def test_construction_errors_are_the_cli_messages(tmp_path, capsys):
     missing = tmp_path / "nope.pt"
     cli = _cli_error(predict_main, ["--weights", str(missing), str(SAMPLES[0])], capsys)

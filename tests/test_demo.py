@@ -84,3 +84,15 @@ def test_init_keeps_every_layer_but_the_output_layer(tmp_path):
             assert not torch.allclose(v, old.model_state[k][:11].float())  # not the shipped model's first rows
         else:
             assert torch.equal(v, old.model_state[k].float()), k
+
+
+def test_the_demo_ends_saying_how_to_reach_the_commands(tmp_path):
+    """Its last lines, run as they are, tell the user to activate .venv and name a command that reads a shipped
+    sample (the README's first command after the set-up)."""
+    text = (REPO / "scripts" / "demo.sh").read_text(encoding="utf-8")
+    tail = text[text.index('echo "demo finished'):]
+    res = subprocess.run(["bash", "-c", "START=0; SECONDS=5\n" + tail], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0, res.stderr
+    last = res.stdout.splitlines()[-1]
+    assert "'source .venv/bin/activate'" in last and "'crnn-predict weights/samples/synth_2.png'" in last
+    assert (REPO / "weights" / "samples" / "synth_2.png").is_file()

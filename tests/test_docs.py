@@ -199,3 +199,22 @@ def test_links_outside_the_site_lead_somewhere(page):
     for target in re.findall(r"\]\(([^)\s#]+)", text):
         if not re.match(r"[a-z]+://", target):
             assert ((REPO / page).parent / target).exists(), f"{page}: {target}"
+
+
+def test_the_readme_activates_the_venv_before_its_commands_and_they_are_then_found(tmp_path):
+    """The set-up commands put the crnn-* commands in .venv/bin: the README says to activate it before the tour,
+    and after that line a fresh shell (no .venv on its PATH) finds crnn-predict and reads the tour's sample."""
+    lines = _shell_lines((REPO / "README.md").read_text(encoding="utf-8"))
+    activate = [i for i, line in enumerate(lines) if line.startswith("source ") and "activate" in line]
+    first_command = next(i for i, line in enumerate(lines) if _words(line)[0] in _console_scripts())
+    assert activate and activate[0] < first_command and lines[activate[0]] == "source .venv/bin/activate"
+    if not (REPO / ".venv" / "bin" / "crnn-predict").is_file():
+        pytest.skip("no .venv with the package in this checkout (bash scripts/setup.sh makes it)")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OMP_NUM_THREADS": "1"}
+    shell = ["bash", "--noprofile", "--norc", "-c"]
+    before = subprocess.run([*shell, "command -v crnn-predict"], cwd=REPO, env=env, capture_output=True, text=True)
+    assert before.returncode != 0  # what a new user met: command not found
+    after = subprocess.run([*shell, f"{lines[activate[0]]} && crnn-predict weights/samples/synth_2.png"], cwd=REPO,
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert after.returncode == 0, after.stderr[-2000:]
+    assert after.stdout.split("\t")[:2] == ["weights/samples/synth_2.png", "IMMEDIATELY"]

@@ -19,6 +19,7 @@ from crnn.config import Config, dump_config
 from crnn.engine.checkpoint import model_checkpoint, save_checkpoint
 from crnn.infer import InferenceError, Recognizer, default_weights, width_batches
 from crnn.model import build_model
+from tests.conftest import REPO
 
 HIDDEN = 16
 
@@ -423,3 +424,26 @@ def test_benchmark_quick_mode_runs_and_writes_json(ckpts, images, tmp_path, caps
     assert result["images"] == 2 and result["results"][0]["failed"] == 0
     assert set(result["results"][0]) == {"name", "weights", "images", "seconds", "images_per_s", "word_acc", "failed"}
     assert result["easyocr"] is None
+
+
+def test_an_empty_file_is_empty_here_as_in_the_server(ckpts, tmp_path, capsys):
+    from crnn.serving.errors import RequestError
+    from crnn.serving.images import Limits, open_image
+
+    empty = tmp_path / "empty.png"
+    empty.write_bytes(b"")
+    rc, out, err = run(["--weights", str(ckpts["weights"]), str(empty)], capsys)
+    assert rc == 1 and out == f"{empty}\t\t\n"
+    assert err == f"crnn-predict: error: {empty}: empty (0 bytes)\n"
+    with pytest.raises(RequestError) as e:
+        open_image(b"", "image 0 (empty.png)", Limits())
+    assert e.value.message == "image 0 (empty.png): empty (0 bytes); send the image file's bytes"
+
+
+@pytest.mark.parametrize("name,hint", [("eng", " (did you mean 'en'?)"), ("chinese", "")])
+def test_a_name_that_is_no_shipped_model_lists_the_names(name, hint, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no file of that name here
+    rc, out, err = run(["--weights", name, str(REPO / "weights" / "samples" / "synth_2.png")], capsys)
+    assert rc == 2 and out == ""
+    assert err == (f"crnn-predict: error: weights '{name}': no such file, and not a shipped model's name (en, "
+                   f"en_alnum36, zh){hint}; pass one of those names or the path to a checkpoint (.pt)\n")

@@ -144,3 +144,35 @@ def test_the_vertical_yardstick_names_the_command_that_builds_a_missing_set(tmp_
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip() == (f"zh_vertical: {tmp_path}/dev_print/gt.txt not found; build it: python "
                                 f"scripts/zh_benchmark.py --build-only --sets dev_print --num 1200 --work {tmp_path}")
+
+
+def test_a_read_of_many_crops_warns_once_about_the_tall_ones_with_a_count(tmp_path, capsys):
+    """Many crops with a few tall ones among them: one warning with the count and the first names (the Python list
+    read and crnn-predict alike); a single tall crop keeps its own warning."""
+    wide, tall = Image.new("L", (100, 32), 255), Image.new("L", (20, 80), 255)
+    crops = [tall if i in (1, 4, 6, 7) else wide for i in range(9)]
+    reader = crnn.Recognizer("en", device="cpu")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reader.read(crops)
+    assert [str(w.message) for w in caught if w.category is VerticalWarning] == [
+        "4 of 9 images are at least 2x taller than wide (vertical text?), e.g. image 1 (20x80), image 4 (20x80), "
+        "image 6 (20x80), ...; they were read as they are, but crnn reads horizontal lines: read them with "
+        "vertical='auto' (crnn-predict --vertical auto), or pass vertical='off' to read them as they are"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reader.read([wide, tall])
+    assert [str(w.message) for w in caught] == ["image 1: 20x80 image is 4.0x taller than wide: vertical text? crnn "
+                                                "reads horizontal lines; read it with vertical='auto' (crnn-predict "
+                                                "--vertical auto: characters stacked top to bottom, or text turned "
+                                                "sideways), or pass vertical='off' to read it as it is"]
+    paths = []
+    for i, im in enumerate(crops):
+        paths.append(str(tmp_path / f"{i}.png"))
+        im.save(paths[-1])
+    assert predict_cli.main(["--device", "cpu", *paths]) == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 9
+    assert err.startswith(f"crnn-predict: warning: 4 of 9 images are at least 2x taller than wide (vertical text?), "
+                          f"e.g. {paths[1]} (20x80), {paths[4]} (20x80), {paths[6]} (20x80), ...;")
+    assert len(err.splitlines()) == 1

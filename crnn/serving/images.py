@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from crnn.infer import EMPTY_IMAGE, UNRECOGNISED_IMAGE
 from crnn.serving.errors import RequestError
 
 MIB = 1024 * 1024
@@ -59,7 +60,7 @@ def open_image(data: bytes, where: str, limits: Limits) -> Image.Image:
         raise RequestError(413, f"{where}: {_size(len(data))}, over the limit of {_size(limits.max_image_bytes)} "
                                 f"per image (crnn-serve --max-image-bytes)")
     if not data:
-        raise RequestError(400, f"{where}: empty (0 bytes); send the image file's bytes")
+        raise RequestError(400, f"{where}: {EMPTY_IMAGE}; send the image file's bytes")
     size = header_size(data)
     if size is not None:
         _check_size(*size, where, limits)
@@ -74,7 +75,7 @@ def open_image(data: bytes, where: str, limits: Limits) -> Image.Image:
         raise RequestError(413, f"{where}: over the limit of {limits.max_pixels / 1e6:g} Mpx "
                                 f"(crnn-serve --max-pixels); PIL calls it a possible decompression bomb") from None
     except UnidentifiedImageError:
-        raise RequestError(400, f"{where}: not an image (unrecognised format)") from None
+        raise RequestError(400, f"{where}: {UNRECOGNISED_IMAGE}") from None
     except Exception as e:  # truncated, corrupt, unsupported mode...: the client's file, never a server error
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise RequestError(400, f"{where}: cannot decode image ({reason})") from None
