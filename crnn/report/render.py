@@ -16,7 +16,7 @@ from crnn.report.svg import CHART_CSS, bar_chart
 
 THUMB_HEIGHT, THUMB_MAX_WIDTH = 48, 420  # crops are shown at most this large (px)
 TOP_CONFUSIONS = 30
-MAX_DIFFERENT = 200  # crops shown where the compared readers disagree
+MAX_DIFFERENT = 100  # crops shown where the compared readers disagree
 MAX_NEVER_RIGHT = 400
 LARGE_ALPHABET = 100  # distinct label characters from which characters are grouped by frequency
 

@@ -9,12 +9,13 @@ from crnn.report.analysis import Bin
 W, H = 290, 220  # chart size in px (a chart with many bins or a long title is wider: chart_width)
 LEFT, RIGHT, TOP, BOTTOM = 44, 10, 30, 60  # plot margins: y labels, title, x labels + counts
 MIN_SLOT = 22  # px per bar, at least
-TITLE_PX = 7.5  # about what one character of the 13 px bold title takes
+TITLE_PX, LABEL_PX = 7.5, 6.5  # about what one character of the 13 px bold title / a 12 px label takes
 
 
-def chart_width(title: str, bins: int) -> int:
-    """Wide enough for ``bins`` bars of MIN_SLOT px and for the whole title, and never below W."""
-    return max(W, LEFT + RIGHT + MIN_SLOT * bins, round(len(title) * TITLE_PX) + 20)
+def chart_width(title: str, bins: int, x_title: str = "") -> int:
+    """Wide enough for ``bins`` bars of MIN_SLOT px and for the whole title and axis title, and never below W."""
+    return max(W, LEFT + RIGHT + MIN_SLOT * bins, round(len(title) * TITLE_PX) + 20,
+               round(len(x_title) * LABEL_PX) + 20)
 
 
 def bar_chart(title: str, bins: Sequence[Bin], *, x_title: str, rate: str = "accuracy",
@@ -24,7 +25,7 @@ def bar_chart(title: str, bins: Sequence[Bin], *, x_title: str, rate: str = "acc
     ``diagonal``: the perfect-calibration line (bin b sits at confidence (b + 0.5) / len(bins)). ``shares``: a thin
     grey bar beside each bar with the bin's share of all samples.
     """
-    width = chart_width(title, len(bins))
+    width = chart_width(title, len(bins), x_title)
     pw, ph = width - LEFT - RIGHT, H - TOP - BOTTOM
     total = sum(b.n for b in bins) or 1
     slot = pw / max(len(bins), 1)
