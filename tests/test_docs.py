@@ -218,3 +218,24 @@ def test_the_readme_activates_the_venv_before_its_commands_and_they_are_then_fou
                            env=env, capture_output=True, text=True, timeout=300)
     assert after.returncode == 0, after.stderr[-2000:]
     assert after.stdout.split("\t")[:2] == ["weights/samples/synth_2.png", "IMMEDIATELY"]
+
+
+def test_the_finetune_trial_is_short_makes_sets_of_its_own_and_is_followed_by_reading_its_interpolated_file():
+    """docs/finetune.md's first try: fewer steps and smaller generated sets than the recipe, at paths of its own (a
+    generated set at a path is reused as it is, so the full run must not find the trial's), then the two commands
+    that read the file the run says to read, interpolated.pt of the trial's output folder."""
+    from crnn.config import load_config
+
+    lines = _shell_lines((REPO / "docs" / "finetune.md").read_text(encoding="utf-8"))
+    trial = _words(next(line for line in lines if "train.output_dir=" in line and "train.steps=" in line))
+    overrides = [w.replace("ALPHABET", "printable95") for w in trial if re.fullmatch(r"(model|data|train)\..+=.*", w)]
+    recipe = trial[trial.index("--config") + 1]
+    cfg, full = load_config(str(REPO / recipe), overrides), load_config(str(REPO / recipe), [])
+    assert cfg.train.steps <= full.train.steps // 10 and cfg.train.freeze_cnn_steps >= cfg.train.steps
+    assert cfg.data.rehearsal_num < full.data.rehearsal_num and cfg.train.base_val_num < full.train.base_val_num
+    assert cfg.data.rehearsal != full.data.rehearsal and not set(cfg.train.base_val) & set(full.train.base_val)
+    assert cfg.train.output_dir != full.train.output_dir and cfg.train.interpolate_base < 1  # interpolated.pt is made
+    reads = [_words(line) for line in lines if line.startswith(("crnn-eval ", "crnn-predict ")) and
+             f"{cfg.train.output_dir}/" in line]
+    assert sorted(w[0] for w in reads) == ["crnn-eval", "crnn-predict"]
+    assert all(w[w.index("--weights") + 1] == f"{cfg.train.output_dir}/interpolated.pt" for w in reads)
