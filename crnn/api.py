@@ -173,7 +173,7 @@ class Recognizer:
                  batch_size: int = 64, amp: str = "off", config: str | os.PathLike | None = None,
                  charset: str | None = None, vertical: str = "warn") -> None:
         """Load ``weights``: a checkpoint path or a shipped model's name (None or "en" = English words in printable
-        ASCII with case, "en_alnum36" = the former default, lower-case 0-9a-z at 32x100, "zh" = Chinese text lines;
+        ASCII with case, "en_alnum36" = English words as lower-case 0-9a-z at 32x100, "zh" = Chinese text lines;
         a path that exists wins over a name). The options are those of crnn-predict.
 
         ``device``: auto | cpu | cuda | cuda:N. ``decoder``: greedy | beam (default: beam when a lexicon is given,

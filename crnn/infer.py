@@ -58,7 +58,7 @@ CHUNK = 512  # images loaded and predicted together by predict_paths (bounds mem
 WEIGHTS_BY_NAME = {"en": "crnn_en.pt", "en_alnum36": "crnn_vgg_small.pt", "zh": "crnn_zh_lines.pt"}
 # what each name reads, for --help texts and messages (weights/README.md has the cards)
 WEIGHTS_READS = {"en": "English words and short lines in printable ASCII, case and punctuation kept",
-                 "en_alnum36": "the former default: English words as lower-case 0-9a-z, fixed 32x100 input",
+                 "en_alnum36": "English words as lower-case 0-9a-z, fixed 32x100 input",
                  "zh": "Chinese text lines"}
 # a name whose file is absent in this checkout reads with this one instead, with a warning
 FALLBACK_NAME = {"en": "en_alnum36"}

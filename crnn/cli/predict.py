@@ -13,7 +13,7 @@ PROG = "crnn-predict"
 EPILOG = """examples:
   crnn-predict word.png                          (the shipped English model, en, in weights/)
   crnn-predict --weights zh line.png             (the shipped Chinese text-line model)
-  crnn-predict --weights en_alnum36 word.png     (the former default: lower-case 0-9a-z at 32x100)
+  crnn-predict --weights en_alnum36 word.png     (English words as lower-case 0-9a-z at 32x100)
   crnn-predict --weights runs/synth_cpu/best.pt crops/ --format json
   crnn-predict 'scans/**/*.jpg' --decoder beam --lexicon words.txt
   find crops -name '*.png' | crnn-predict -
