@@ -1,8 +1,9 @@
 """Where the optional real word crops live: ``$CRNN_SHARED_DATA``, else ``<repo>/../shared/data``.
 
-Tests, benchmarks and scripts use real crops (``iiit5k_train/``, ``svt_train/``: folders with a ``gt.txt``) to
-sharpen a check when they are there, and fall back to data the product makes itself when they are not; nothing
-needs them. This is the one place that knows the location.
+Tests, benchmarks and scripts use real crops (``iiit5k_train/``, ``svt_train/``, ``ic15_train/``: folders with a
+``gt.txt``) to sharpen a check when they are there, and fall back to data the product makes itself when they are not;
+nothing needs them. This is the one place that knows the location; which of their crops are development sets, never
+trained on, is :mod:`crnn.data.en_dev`'s.
 
     python -m crnn.shared_data svt_train    # prints the folder and exits 0, or exits 1 when it is absent
 """
