@@ -20,9 +20,10 @@
 # 1,200 lines), e.g. trad_print for model.charset=zh_gb2312_trad: what the lever gains where the base arm cannot be
 # scored (its alphabet lacks those labels' characters), beside what it costs on the development faces. Validation
 # does not change the lines trained on, so the base arm is still the shared one.
-# MODEL=en: the same for the English model: configs/shipped_en.yaml from weights/crnn_en.pt, validation on the real
-# development set (data/en_dev: python -m crnn.data.en_dev builds it from the shared crops), arms in runs/probe_en;
-# it ends with both arms' word accuracy there, case-sensitive exact and 36-class (--val is for zh only).
+# MODEL=en: the same for the English model: configs/shipped_en.yaml from weights/crnn_en.pt, validation on the two
+# real development sets (data/en_dev and the ICDAR 2015 block data/ic15_dev: python -m crnn.data.en_dev builds both
+# from the shared crops), arms in runs/probe_en; it ends with both arms' word accuracy on each, case-sensitive exact
+# and 36-class (--val is for zh only).
 # LR: the arms' constant learning rate (default 2e-4).
 # A budget such as 1h or 0.75h in place of STEPS gives each arm that many CPU-hours (every process and its loader
 # workers, train.cpu_hours) instead of a step count: the way to weigh a lever that changes what a step costs (a wider
@@ -65,7 +66,8 @@ done
 case "${MODEL:-zh}" in
   zh) PACK=weights/crnn_zh_lines.pt CONFIG=configs/shipped_zh.yaml DEV=data/zh_faces/dev_print
       PROBES=${PROBE_DIR:-runs/probe} ;;
-  en) PACK=weights/crnn_en.pt CONFIG=configs/shipped_en.yaml DEV=data/en_dev PROBES=${PROBE_DIR:-runs/probe_en}
+  en) PACK=weights/crnn_en.pt CONFIG=configs/shipped_en.yaml DEV=data/en_dev,data/ic15_dev
+      PROBES=${PROBE_DIR:-runs/probe_en}
       [ -z "$EXTRA" ] || { echo "lever_probe: --val is for MODEL=zh" >&2; exit 2; } ;;
   *) echo "lever_probe: MODEL must be zh or en, got ${MODEL}" >&2; exit 2 ;;
 esac
@@ -139,7 +141,9 @@ run() {  # OUT VALS [overrides...]: one arm, unless its curve already has the la
   echo "$want" > "$out/probe.stamp"
 }
 if [ "${MODEL:-zh}" == en ]; then
-  [ -n "$DRY" ] || [ -f "$DEV/gt.txt" ] || "$PY" -m crnn.data.en_dev  # from the shared crops; says so without them
+  for set in ${DEV//,/ }; do  # from the shared crops; says so without them
+    [ -n "$DRY" ] || [ -f "$set/gt.txt" ] || "$PY" -m crnn.data.en_dev --set "$(basename "$set")"
+  done
 else
   for set in dev_print $EXTRA; do
     if [ -z "$DRY" ] && [ ! -f "data/zh_faces/$set/gt.txt" ]; then
@@ -169,13 +173,19 @@ if [ -n "$HOURS" ]; then
     "$(hash16 "$PACK"), lever $(sed -n 's/^start //p' "$ARM/probe.record" 2>/dev/null)"
 fi
 if [ "${MODEL:-zh}" == en ]; then
-  echo "real development set (data/en_dev, 1,257 crops): word accuracy at each validation, exact / 36-class"
-  printf "%s\tbase\t%s (%s)\n" "$KEY" "$NAME" "$*"
-  acc() { join -t $'\t' <(rows "$1/curve.tsv" "$DEV" 7 | sed 's/ (step [0-9]*)//' | sort) \
-            <(rows "$1/curve.tsv" "$DEV@alnum-insensitive" 7 | sort) \
+  acc() { join -t $'\t' <(rows "$1/curve.tsv" "$2" 7 | sed 's/ (step [0-9]*)//' | sort) \
+            <(rows "$1/curve.tsv" "$2@alnum-insensitive" 7 | sort) \
             | awk -F'\t' '{n = index($3, " "); printf "%s\t%.2f / %.2f %%%s\n", $1, 100 * $2, 100 * $3,
                                             n ? substr($3, n) : ""}'; }
-  join -t $'\t' <(acc "$BASE") <(acc "$ARM") | sort -n
+  for set in ${DEV//,/ }; do
+    case $set in
+      data/en_dev) echo "real development set (data/en_dev, 1,257 crops): word accuracy at each validation, exact /" \
+        "36-class" ;;
+      *) echo "ICDAR 2015 development block ($set, 468 crops): word accuracy at each validation, exact / 36-class" ;;
+    esac
+    printf "%s\tbase\t%s (%s)\n" "$KEY" "$NAME" "$*"
+    join -t $'\t' <(acc "$BASE" "$set") <(acc "$ARM" "$set") | sort -n
+  done
   exit 0
 fi
 echo "development faces (print damage, 1,200 lines): CER at each validation"

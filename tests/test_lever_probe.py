@@ -104,8 +104,9 @@ def test_the_english_model_probes_on_its_real_development_set(tmp_path):
     shutil.copy(SCRIPT, tmp_path / "scripts")
     for name in ("weights", "configs"):
         (tmp_path / name).symlink_to(REPO / name)
-    (tmp_path / "data" / "en_dev").mkdir(parents=True)
-    (tmp_path / "data" / "en_dev" / "gt.txt").write_text("a.png\tA\n")
+    for name in ("en_dev", "ic15_dev"):
+        (tmp_path / "data" / name).mkdir(parents=True)
+        (tmp_path / "data" / name / "gt.txt").write_text("a.png\tA\n")
     env = {"PATH": "/usr/bin:/bin", "NPROC": "2", "MODEL": "en"}
     args = ["bash", str(tmp_path / "scripts" / "lever_probe.sh"), "real", "8", "data.synth_real_share=0.2"]
     dry = subprocess.run(args[:2] + ["--dry-run"] + args[2:], capture_output=True, text=True, cwd=tmp_path,
@@ -114,7 +115,8 @@ def test_the_english_model_probes_on_its_real_development_set(tmp_path):
     base, arm = dry.stdout.splitlines()
     assert base.split() + ["data.synth_real_share=0.2"] == arm.replace("probe_en/real_n2", "probe_en/base_8_n2").split()
     assert "--config configs/shipped_en.yaml" in base and "train.init_weights=weights/crnn_en.pt" in base
-    assert "data.val=[data/en_dev]" in base.split() and "train.output_dir=runs/probe_en/base_8_n2" in base.split()
+    assert "data.val=[data/en_dev,data/ic15_dev]" in base.split()
+    assert "train.output_dir=runs/probe_en/base_8_n2" in base.split()
 
     def sha(path: Path) -> str:
         return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
@@ -123,8 +125,9 @@ def test_the_english_model_probes_on_its_real_development_set(tmp_path):
     for out, cmd, acc in ((tmp_path / "runs/probe_en/base_8_n2", base, (0.80, 0.90)),
                           (tmp_path / "runs/probe_en/real_n2", arm, (0.85, 0.95))):
         out.mkdir(parents=True)
-        rows = [f"{s}\t1\t1\t1\tdata/en_dev\t0.1\t{acc[0] + s / 800}\n"
-                f"{s}\t1\t1\t1\tdata/en_dev@alnum-insensitive\t0.1\t{acc[1] + s / 800}\n" for s in (2, 4, 6, 8)]
+        rows = [f"{s}\t1\t1\t1\t{d}\t0.1\t{acc[0] + s / 800 - k}\n"
+                f"{s}\t1\t1\t1\t{d}@alnum-insensitive\t0.1\t{acc[1] + s / 800 - k}\n"
+                for s in (2, 4, 6, 8) for d, k in (("data/en_dev", 0), ("data/ic15_dev", 0.3))]
         (out / "curve.tsv").write_text("step\tlines_seen\tcpu_seconds\twall_seconds\tset\tcer\tword_acc\n"
                                        + "".join(rows))
         (out / "probe.stamp").write_text(f"{head}\ncommand {cmd}\n")
@@ -134,7 +137,11 @@ def test_the_english_model_probes_on_its_real_development_set(tmp_path):
         "real development set (data/en_dev, 1,257 crops): word accuracy at each validation, exact / 36-class",
         "step\tbase\treal (data.synth_real_share=0.2)",
         "2\t80.25 / 90.25 %\t85.25 / 95.25 %", "4\t80.50 / 90.50 %\t85.50 / 95.50 %",
-        "6\t80.75 / 90.75 %\t85.75 / 95.75 %", "8\t81.00 / 91.00 %\t86.00 / 96.00 %"]
+        "6\t80.75 / 90.75 %\t85.75 / 95.75 %", "8\t81.00 / 91.00 %\t86.00 / 96.00 %",
+        "ICDAR 2015 development block (data/ic15_dev, 468 crops): word accuracy at each validation, exact / 36-class",
+        "step\tbase\treal (data.synth_real_share=0.2)",
+        "2\t50.25 / 60.25 %\t55.25 / 65.25 %", "4\t50.50 / 60.50 %\t55.50 / 65.50 %",
+        "6\t50.75 / 60.75 %\t55.75 / 65.75 %", "8\t51.00 / 61.00 %\t56.00 / 66.00 %"]
     for bad_env in ({"MODEL": "fr"}, {"LR": "fast"}):
         bad = subprocess.run(args[:2] + ["--dry-run"] + args[2:], capture_output=True, text=True, cwd=tmp_path,
                              timeout=60, env={**env, **bad_env})
