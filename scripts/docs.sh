@@ -5,8 +5,20 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup.sh"
 cd "$ROOT"
+# Quiet what third parties print on every build: the Material theme's end-of-life banner (its own switch) and jieba's
+# dictionary lines (the search index splits Chinese words with it; it logs at DEBUG on a handler of its own).
+export NO_MKDOCS_2_WARNING=1
+MKDOCS='import logging, sys
+try:
+    import jieba
+    jieba.setLogLevel(logging.WARNING)
+except ImportError:
+    pass
+from mkdocs.__main__ import cli
+sys.argv[0] = "mkdocs"
+cli()'
 if [ "${1:-}" = "--serve" ]; then
   shift
-  exec "$ROOT/.venv/bin/python" -m mkdocs serve --strict "$@"
+  exec "$ROOT/.venv/bin/python" -c "$MKDOCS" serve --strict "$@"
 fi
-exec "$ROOT/.venv/bin/python" -m mkdocs build --strict "$@"
+exec "$ROOT/.venv/bin/python" -c "$MKDOCS" build --strict "$@"

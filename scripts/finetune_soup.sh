@@ -41,7 +41,7 @@ EOF
 read -r START ALPHA <<< "$plan"
 missing() { "$PY" -c 'import sys
 from crnn.config import load_config
-from crnn.engine.finetune import synth_jobs
+from crnn.data.rehearsal import synth_jobs
 print(len(synth_jobs(load_config(sys.argv[1], sys.argv[2:]))))' "$CONFIG" "$@"; }
 mkdir -p "$OUT"
 

@@ -10,9 +10,8 @@ import pytest
 from crnn.charset import BUILTIN_CHARSETS, Charset
 from crnn.cli.synth import main as synth_main
 from crnn.config import ConfigError, load_config
-from crnn.data.synth import SynthOptions, make_sample
+from crnn.data.synth import SynthOptions, make_sample, synth_options
 from crnn.data.words import RENDERABLE, sample_word, sign_text, text_label
-from crnn.engine.trainer import synth_options
 
 WORDS = ("open", "market", "tea", "coffee", "street", "house", "parking", "free", "store", "books")
 
@@ -90,7 +89,7 @@ def test_config_levers_reach_the_words_and_no_lever_keeps_the_old_options():
 def test_the_english_recipe_loads_and_reads_printable95_at_its_own_width():
     cfg = load_config("configs/shipped_en.yaml", [])
     assert cfg.model.charset == "printable95" and cfg.data.keep_ratio and cfg.data.synth_online
-    assert cfg.data.val == ["data/en_dev"] and cfg.train.protocol == "exact"
+    assert cfg.data.val == ["data/en_dev", "data/ic15_dev"] and cfg.train.protocol == "exact"
     assert synth_options(cfg).signs > 0
 
 

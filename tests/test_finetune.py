@@ -17,7 +17,8 @@ from crnn.config import Config, load_config
 from crnn.engine.alphabet_change import adapt_head, fit_alphabet, output_layer_keys
 from crnn.engine.checkpoint import (Checkpoint, CheckpointError, load_checkpoint, model_checkpoint,
                                     save_checkpoint)
-from crnn.engine.finetune import forgetting_report, training_sources
+from crnn.data.rehearsal import training_sources
+from crnn.engine.finetune import forgetting_report
 from crnn.model import build_model
 from tests.conftest import REPO, make_lmdb, random_words
 from tests.peers import ClovaModel, MeijieruCRNN
@@ -364,7 +365,7 @@ def test_freeze_bn_normalises_with_the_starting_statistics_in_training_too():
 
 
 def test_rehearsal_words_in_the_street_style():
-    from crnn.engine.finetune import base_style_options, synth_jobs
+    from crnn.data.rehearsal import base_style_options, synth_jobs
 
     cfg = load_config("configs/finetune_alnum36.yaml", ["data.rehearsal=/nonexistent/r.lmdb",
                                                         "data.rehearsal_style=street",
@@ -390,7 +391,7 @@ def test_the_default_recipe_starts_from_crnn_en_and_reads_as_it_was_trained():
     """configs/finetune.yaml starts from the default `en` with crnn_en's own reading geometry (its recipe, and the
     shipped file's stored config where the checkout has it); the alnum36 recipe, as measured, still loads."""
     from crnn.config import config_to_dict
-    from crnn.engine.finetune import reading_changes
+    from crnn.data.loader import reading_changes
     from crnn.infer import WEIGHTS_BY_NAME
 
     cfg = load_config(REPO / "configs" / "finetune.yaml")
@@ -429,7 +430,9 @@ def _en_start(tmp_path: Path, *overrides: str) -> Path:
 def test_rehearsal_in_the_starts_own_style(tmp_path):
     """data.rehearsal_style=base: the rehearsal and base_val words are rendered with the synth options stored in
     train.init_weights; a start trained on stored LMDBs, or none, is a one-line error."""
-    from crnn.engine.finetune import start_synth_options, synth_jobs
+    from crnn.data.datasets import DataError
+    from crnn.data.rehearsal import needs_start_config, start_synth_options, synth_jobs
+    from crnn.engine.finetune import start_config
     from crnn.engine.runtime import TrainingError
 
     start = _en_start(tmp_path)
@@ -438,7 +441,10 @@ def test_rehearsal_in_the_starts_own_style(tmp_path):
                                                            "train.base_val=[/nonexistent/v.lmdb]"])
     assert [(p, s) for p, _, _, s in synth_jobs(cfg)] == [("/nonexistent/r.lmdb", "base"), ("/nonexistent/v.lmdb",
                                                                                              "base")]
-    opts, stored = start_synth_options(cfg)
+    assert needs_start_config(cfg) and not needs_start_config(load_config(REPO / "configs" / "finetune.yaml", [
+        "data.rehearsal_style=default", "data.rehearsal=/nonexistent/r.lmdb", "train.base_val=[/nonexistent/v.lmdb]"]))
+    stored = start_config(cfg)
+    opts = start_synth_options(cfg, stored)
     assert (opts.charset, opts.text, opts.style, opts.max_len) == ("printable95", "words", "default", 25)
     assert (opts.signs, opts.street, opts.squeeze, opts.weight, opts.jitter, opts.photos) == (0.25, 0.35, 0.2, 0.2,
                                                                                               0.1, 0.2)
@@ -446,13 +452,16 @@ def test_rehearsal_in_the_starts_own_style(tmp_path):
     alnum = tmp_path / "alnum36.pt"
     save_checkpoint(model_checkpoint(build_model("vgg_small", 1, 37, 16), Config(), Charset.from_spec("alnum36")),
                     alnum)
-    with pytest.raises(TrainingError, match=r"names no rendered training data in its config \(no data.synth_online "
-                                            r"or data.synth_num: stored sets, or converted\), so its style is "
-                                            r"unknown; use data.rehearsal_style=default or street"):
-        start_synth_options(load_config(REPO / "configs" / "finetune.yaml", [f"train.init_weights={alnum}"]))
+    converted = load_config(REPO / "configs" / "finetune.yaml", [f"train.init_weights={alnum}"])
+    with pytest.raises(DataError, match=r"names no rendered training data in its config \(no data.synth_online "
+                                        r"or data.synth_num: stored sets, or converted\), so its style is "
+                                        r"unknown; use data.rehearsal_style=default or street"):
+        start_synth_options(converted, start_config(converted))
+    with pytest.raises(DataError, match=f"data.rehearsal_style=base: {start} stores no config"):
+        start_synth_options(cfg, None)
     with pytest.raises(TrainingError, match="data.rehearsal_style=base renders words as train.init_weights was "
                                             "trained: set it"):
-        start_synth_options(load_config(None, ["data.rehearsal_style=base"]))
+        start_config(load_config(None, ["data.rehearsal_style=base"]))
 
 
 def test_fine_tune_from_a_printable95_start_with_its_own_rehearsal(tmp_path, capsys):
@@ -494,7 +503,7 @@ def test_the_chinese_recipe_reads_as_the_chinese_model_was_trained():
     """configs/finetune_zh.yaml starts from `zh` with its variant, alphabet, geometry (T = W/8, min_width 8, reading
     at 1.15x) and protocol; read with the English recipe's geometry the log would name every difference."""
     from crnn.config import config_to_dict
-    from crnn.engine.finetune import reading_changes
+    from crnn.data.loader import reading_changes
     from crnn.infer import WEIGHTS_BY_NAME
 
     cfg = load_config(REPO / "configs" / "finetune_zh.yaml")

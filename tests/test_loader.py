@@ -180,13 +180,11 @@ def test_training_never_forks_for_validation_and_a_hung_worker_times_out(tmp_pat
     process with live threads, once hung for good and stopped a DDP run); the training loader's persistent workers
     raise after WORKER_TIMEOUT seconds without a batch instead of waiting for ever (torchrun then restarts the group
     from last.pt)."""
-    import torch
     from PIL import Image
 
     from crnn.config import load_config
     from crnn.data.loader import WORKER_TIMEOUT
-    from crnn.engine.runtime import Runtime
-    from crnn.engine.trainer import build_loaders
+    from crnn.data.feed import build
 
     folder = tmp_path / "words"
     folder.mkdir()
@@ -195,7 +193,8 @@ def test_training_never_forks_for_validation_and_a_hung_worker_times_out(tmp_pat
     (folder / "gt.txt").write_text("".join(f"{i}.png\tw{i}\n" for i in range(8)), encoding="utf-8")
     cfg = load_config(None, [f"data.train=[{{path: {folder}}}]", f"data.val=[{folder}, {folder}/gt.txt]",
                              "data.num_workers=2", "data.batch_size=2", f"train.output_dir={tmp_path / 'run'}"])
-    train, vals = build_loaders(cfg, ALNUM, Runtime(torch.device("cpu"), "single"))
+    feed = build(cfg, ALNUM)
+    train, vals = feed.train, feed.val
     assert len(vals) == 2 and all(loader.num_workers == 0 for loader in vals.values())
     assert train.loader.num_workers == 2 and train.loader.timeout == WORKER_TIMEOUT >= 300
     assert _train([{"path": str(folder)}]).loader.timeout == 0  # no workers, nothing to wait for

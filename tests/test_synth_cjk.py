@@ -14,8 +14,7 @@ from crnn.cli.synth import main as synth_main
 from crnn.config import Config
 from crnn.data.fonts import FontPicker, find_fonts, glyph_coverage, uncovered
 from crnn.data.lines import is_han
-from crnn.data.synth import SynthOptions, make_sample
-from crnn.engine.trainer import synth_options
+from crnn.data.synth import SynthOptions, make_sample, synth_options
 
 CJK_FONT = "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"  # fonts-wqy-microhei (scripts/setup.sh installs it)
 LATIN_FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"  # fonts-dejavu-core: no Han glyphs

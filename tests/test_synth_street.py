@@ -105,7 +105,7 @@ def test_bad_style_is_refused() -> None:
 
 
 def test_train_entries_override_the_synth_seed_and_style(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    from crnn.engine import trainer
+    from crnn.data.feed import prepare
 
     calls = []
     def fake_generate(path, num, seed, opts, **kw):
@@ -115,7 +115,7 @@ def test_train_entries_override_the_synth_seed_and_style(monkeypatch: pytest.Mon
     a, b, v = (str(tmp_path / n) for n in ("a.lmdb", "b.lmdb", "v.lmdb"))
     cfg = load_config(None, [f"data.train=[{{path: {a}}}, {{path: {b}, synth_seed: 9, synth_style: street}}]",
                              f"data.val=[{v}]", "data.synth_num=100", "data.synth_val_num=10", "data.synth_seed=4"])
-    trainer.prepare_data(cfg)
+    prepare(cfg, progress=False)
     assert calls == [(a, 100, 4, "default"), (b, 100, 9, "street"), (v, 10, 4 + 10_000_019, "default")]
 
 

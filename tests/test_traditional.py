@@ -180,7 +180,7 @@ def test_traditional_lines_need_an_alphabet_with_the_forms(tmp_path, capsys):
     from crnn.cli.synth import main as synth_main
     from crnn.config import ConfigError, load_config
     from crnn.data.synth import SynthOptions
-    from crnn.engine.trainer import synth_options
+    from crnn.data.synth import synth_options
 
     with pytest.raises(ValueError, match="zh_gb2312_trad"):
         SynthOptions(charset="zh_gb2312", text="lines", traditional=0.2)

@@ -233,7 +233,7 @@ def test_jitter_draws_each_glyph_at_its_own_size_and_baseline(monkeypatch):
 
 def test_data_engine_levers_are_checked_in_config_and_cli(tmp_path, capsys):
     from crnn.cli.synth import main as synth_main
-    from crnn.engine.trainer import synth_options
+    from crnn.data.synth import synth_options
 
     cfg = load_config(None, [f"model.charset={CHARS}", "data.synth_squeeze=0.3", "data.synth_weight=0.2",
                              "data.synth_jitter=0.1"])
@@ -658,8 +658,7 @@ def test_read_width_scale_widens_reading_but_not_training(tmp_path, capsys):
 
     from crnn.data.loader import build_eval_loader, make_transform, preprocess_options, read_options
     from crnn.engine.checkpoint import model_checkpoint, save_checkpoint
-    from crnn.engine.runtime import Runtime
-    from crnn.engine.trainer import build_loaders
+    from crnn.data.feed import build
     from crnn.export import export_metadata
     from crnn.infer import Recognizer
 
@@ -687,9 +686,9 @@ def test_read_width_scale_widens_reading_but_not_training(tmp_path, capsys):
                              "data.synth_online=true", "data.synth_num=8", "data.batch_size=2", "data.num_workers=0",
                              "data.max_label_length=4", f"train.output_dir={tmp_path / 'run'}"])
     if os.path.isfile(CJK_FONT):
-        loaders, vals = build_loaders(run, Charset.from_spec(CHARS), Runtime(torch.device("cpu"), "single"))
-        assert next(iter(vals[str(folder)])).widths.tolist() == [75, 125]  # validation reads as crnn-eval does
-        assert loaders.loader.dataset.transform.width_scale == 1.0  # training lines keep their own widths
+        feed = build(run, Charset.from_spec(CHARS))
+        assert next(iter(feed.val[str(folder)])).widths.tolist() == [75, 125]  # validation reads as crnn-eval does
+        assert feed.train.loader.dataset.transform.width_scale == 1.0  # training lines keep their own widths
 
     model, cs, calls = _read_shapes(cfg, tmp_path, (60,))
     assert calls == [(1, 1, 32, 75)]

@@ -33,6 +33,10 @@ class DatasetError(ValueError):
     """A dataset path or file is unusable; the message names the path and the fix."""
 
 
+class DataError(ValueError):
+    """A run's data settings cannot be met (:mod:`crnn.data.feed`); the message names the config key and the fix."""
+
+
 class LabelFilter:
     """Normalise labels with a charset and decide which to keep; counts drops per reason."""
 

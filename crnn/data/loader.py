@@ -221,6 +221,33 @@ def read_options(data: Any) -> dict[str, Any]:
     return {**preprocess_options(data), "width_scale": data.read_width_scale}
 
 
+READING_KEYS = ("height", "keep_ratio", "width", "min_width", "max_width", "width_step", "read_width_scale", "pad",
+                "interpolation", "mean", "std")
+
+
+def reading_changes(stored: dict | None, cfg: Any) -> list[str]:
+    """``data.min_width 16 -> 100``: every preprocessing setting in which the run of ``cfg`` (a crnn Config) reads
+    crops otherwise than the config stored in ``train.init_weights`` (``stored``; [] without one). ``data.width``
+    counts only where a side reads at a fixed width, the keep-ratio limits only where a side keeps the ratio."""
+    from crnn.config import DataConfig
+
+    data = (stored or {}).get("data") if isinstance(stored, dict) else None
+    if not isinstance(data, dict):
+        return []
+    default, now = DataConfig(), cfg.data
+    was = {k: data.get(k, getattr(default, k)) for k in READING_KEYS}
+    keys = [k for k in READING_KEYS
+            if not (k == "width" and was["keep_ratio"] and now.keep_ratio)
+            and not (k in ("min_width", "max_width", "width_step", "read_width_scale")
+                     and not (was["keep_ratio"] or now.keep_ratio))]
+    return [f"data.{k} {_shown(was[k])} -> {_shown(getattr(now, k))}" for k in keys if was[k] != getattr(now, k)]
+
+
+def _shown(value: Any) -> str:
+    """A config value as an override writes it (``true``, not ``True``)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def _ratios(sources: Sequence[dict[str, Any]]) -> list[float] | None:
     """The sources' ratios, or ``None`` when none is set; a partial set is an error."""
     ratios = [s.get("ratio") for s in sources]

@@ -1,14 +1,12 @@
-"""Fine-tuning without forgetting: rehearsal data mixed into every batch, and the base domain scored before and after.
+"""Fine-tuning without forgetting, the part that acts on the model: the base domain scored before and after, the
+pull toward the starting weights, freezing, interpolation and the teacher. Its data - the rehearsal source mixed into
+every batch, the base-style sets and their generation - is :mod:`crnn.data.rehearsal`; this module loads the starting
+checkpoint's stored config for it (:func:`start_config`).
 
-* ``data.rehearsal`` (+ ``data.rehearsal_ratio``): a source of what the base model already knew - synthetic words in
-  the base model's style that the run generates (``data.rehearsal_num``), or a general set the user names - added to
-  ``data.train`` so that each batch draws that share from it.
 * ``train.base_val``: general held-out sets (a synthetic one generated with another seed, ``train.base_val_num``, or
   real crops the user names) scored at step 0, at every validation and at the end with ``train.base_protocol``
   (``auto``: the protocol of the starting checkpoint's alphabet, so an ``alnum36`` base is scored case-insensitive
   as it was trained). The log, TensorBoard (``base/<name>/...``) and the run's summary show before and after.
-* ``data.rehearsal_style: base``: the rehearsal words (and ``train.base_val_num``'s held-out words) rendered as the
-  starting checkpoint was trained, from the ``data.synth_*`` keys stored in it (:func:`start_synth_options`).
 * ``train.base_pull``: L2-SP (Li, Grandvalet & Davoine, ICML 2018), a penalty ``alpha / 2 * ||w - w_base||^2`` added
   to the loss that pulls every weight the starting model had (CNN, LSTMs, the output rows of its characters and of
   the blank) back toward its starting value; fresh rows (new characters, upper case started from lower case) are
@@ -29,118 +27,21 @@ from crnn.metrics import format_rates, resolve_protocol
 
 log = logging.getLogger("crnn")
 
-BASE_VAL_SEED_OFFSET = 1_000_003  # the synthetic base-domain held-out set: another seed than the rehearsal data
 KEPT_METRICS = ("samples", "word_acc", "cer", "ned_similarity")
 
 
-def training_sources(cfg: Config) -> list[dict]:
-    """``data.train`` plus the rehearsal source: the user's sources share ``1 - rehearsal_ratio`` of each batch
-    (in their own ratios, equal shares when none is given), the rehearsal source the rest."""
-    d = cfg.data
-    if not d.rehearsal:
-        return list(d.train)
-    ratios = [float(s.get("ratio", 1.0)) for s in d.train]
-    total = sum(ratios) or 1.0
-    user = [{**s, "ratio": (1 - d.rehearsal_ratio) * r / total} for s, r in zip(d.train, ratios)]
-    return [*user, {"path": d.rehearsal, "ratio": d.rehearsal_ratio}]
-
-
-def base_style_options(cfg: Config, style: str = "default"):
-    """What the base models were trained on: English scene-text words (labels printable94, folded to the model's
-    alphabet when the data set opens) in ``style``: default, or street (the shipped model's last synthetic stage)."""
-    from crnn.data.synth import SynthOptions
-
-    return SynthOptions(text="words", height=cfg.data.height, style=style)
-
-
-def synth_jobs(cfg: Config) -> list[tuple[str, int, int, str]]:
-    """(path, number, seed, style) of the base-style synthetic sets this config asks for and that do not exist yet
-    (the rehearsal words in ``data.rehearsal_style``, the held-out base-domain words in the default style - or in
-    the start's own, ``base``, when the rehearsal words are)."""
-    jobs = []
-    if cfg.data.rehearsal and cfg.data.rehearsal_num > 0:
-        jobs.append((cfg.data.rehearsal, cfg.data.rehearsal_num, cfg.data.rehearsal_seed, cfg.data.rehearsal_style))
-    if cfg.train.base_val_num > 0:
-        style = "base" if cfg.data.rehearsal_style == "base" else "default"
-        jobs += [(p, cfg.train.base_val_num, cfg.data.rehearsal_seed + BASE_VAL_SEED_OFFSET + i, style)
-                 for i, p in enumerate(cfg.train.base_val)]
-    return [job for job in jobs if not Path(job[0]).exists()]
-
-
-def start_synth_options(cfg: Config):
-    """``data.rehearsal_style: base``: (SynthOptions, stored Config) of the data ``train.init_weights`` was trained
-    on - its alphabet, text kind, style and levers (signs, street, photos...), from the ``data.synth_*`` keys stored
-    in it. A start without a stored config, or one trained on stored LMDBs (whose style its config does not say), is
-    a TrainingError naming the styles to use instead."""
+def start_config(cfg: Config) -> Config | None:
+    """The config stored in ``train.init_weights`` (None without one), which ``data.rehearsal_style: base`` renders
+    its words from; an unreadable start, or none, is a TrainingError."""
     from crnn.engine.checkpoint import CheckpointError, load_checkpoint, stored_config
-    from crnn.data.synth import synth_options  # the trainer's own: the words the start was rendered
 
     path = cfg.train.init_weights
     if not path:
         raise TrainingError("data.rehearsal_style=base renders words as train.init_weights was trained: set it")
     try:
-        start = stored_config(load_checkpoint(path))
+        return stored_config(load_checkpoint(path))
     except CheckpointError as e:
         raise TrainingError(f"data.rehearsal_style=base: {e}") from None
-    if start is None or not (start.data.synth_online or start.data.synth_num > 0):
-        why = "stores no config" if start is None else ("names no rendered training data in its config (no "
-                                                        "data.synth_online or data.synth_num: stored sets, or converted)")
-        raise TrainingError(f"data.rehearsal_style=base: {path} {why}, so its style is unknown; use "
-                            "data.rehearsal_style=default or street, or name a set of your own in data.rehearsal")
-    return synth_options(start, start.data.synth_style), start
-
-
-def describe_options(opts) -> str:
-    """``printable95 words, style default, signs 0.25, street 0.35, ...``: the SynthOptions a set is rendered with."""
-    levers = [f"{k} {getattr(opts, k):g}" for k in ("signs", "street", "squeeze", "weight", "jitter", "photos",
-                                                     "elastic", "traditional") if getattr(opts, k)]
-    return ", ".join([f"{opts.charset} {opts.text}", f"style {opts.style}", *levers])
-
-
-def generate_base_style(cfg: Config, progress: bool) -> None:
-    """Generate the missing base-style synthetic sets (rehearsal data and held-out base-domain sets)."""
-    from crnn.data.synth import generate_lmdb
-
-    jobs = synth_jobs(cfg)
-    start_opts, start = start_synth_options(cfg) if any(job[3] == "base" for job in jobs) else (None, None)
-    for path, num, seed, style in jobs:
-        opts = start_opts if style == "base" else base_style_options(cfg, style)
-        if style == "base":
-            real = start.data.synth_real if start.data.synth_real_share > 0 else ""
-            log.info("generating %d synthetic samples into %s (seed %d) as %s was trained: %s%s", num, path, seed,
-                     cfg.train.init_weights, describe_options(opts), f" (not the real crops it also trained on: "
-                     f"{start.data.synth_real_share:.0%} from {real})" if real else "")
-        else:
-            log.info("generating %d synthetic base-style words into %s (seed %d%s)", num, path, seed,
-                     "" if style == "default" else f", style {style}")
-        generate_lmdb(path, num, seed=seed, workers=cfg.data.synth_workers, progress=progress, opts=opts)
-
-
-READING_KEYS = ("height", "keep_ratio", "width", "min_width", "max_width", "width_step", "read_width_scale", "pad",
-                "interpolation", "mean", "std")
-
-
-def reading_changes(stored: dict | None, cfg: Config) -> list[str]:
-    """``data.min_width 16 -> 100``: every preprocessing setting in which this run differs from the config stored in
-    ``train.init_weights`` (``stored``; [] without one). ``data.width`` counts only where a side reads at a fixed
-    width, the keep-ratio limits only where a side keeps the ratio."""
-    from crnn.config import DataConfig
-
-    data = (stored or {}).get("data") if isinstance(stored, dict) else None
-    if not isinstance(data, dict):
-        return []
-    default, now = DataConfig(), cfg.data
-    was = {k: data.get(k, getattr(default, k)) for k in READING_KEYS}
-    keys = [k for k in READING_KEYS
-            if not (k == "width" and was["keep_ratio"] and now.keep_ratio)
-            and not (k in ("min_width", "max_width", "width_step", "read_width_scale")
-                     and not (was["keep_ratio"] or now.keep_ratio))]
-    return [f"data.{k} {_shown(was[k])} -> {_shown(getattr(now, k))}" for k in keys if was[k] != getattr(now, k)]
-
-
-def _shown(value) -> str:
-    """A config value as an override writes it (``true``, not ``True``)."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 class ValSets(dict):
@@ -161,21 +62,6 @@ class ValSets(dict):
 def base_protocol(cfg: Config, base_charset: Charset | None, charset: Charset) -> str:
     """``train.base_protocol`` resolved: ``auto`` follows the alphabet the starting weights were trained with."""
     return resolve_protocol(cfg.train.base_protocol, (base_charset or charset).chars)
-
-
-def build_base_loaders(cfg: Config, rt: Runtime, geom: dict) -> dict:
-    """Eval loaders of ``train.base_val`` (sharded across ranks like data.val)."""
-    from crnn.data.datasets import DatasetError
-    from crnn.data.loader import build_eval_loader
-
-    out = {}
-    for p in cfg.train.base_val:
-        try:
-            out[p] = build_eval_loader(p, **geom, batch_size=cfg.data.batch_size, num_workers=0,  # no fork mid-run
-                                       rank=rt.rank, world_size=rt.world_size)  # (see trainer.build_loaders)
-        except DatasetError as e:
-            raise TrainingError(f"train.base_val: {e}") from None
-    return out
 
 
 def validate_base(model, vals: ValSets, charset: Charset, cfg: Config, rt: Runtime, step: int, tb) -> None:

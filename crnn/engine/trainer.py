@@ -18,7 +18,7 @@ import torch
 import torch.nn as nn
 
 from crnn.charset import Charset
-from crnn.config import Config, dump_config
+from crnn.config import Config
 from crnn.engine import distributed as D
 from crnn.engine.autotune import choose_amp
 from crnn.engine.average import WeightAverage
@@ -26,11 +26,13 @@ from crnn.engine.curve import CostClock, append_curve, protocol_set
 from crnn.engine.checkpoint import CheckpointError, check_not_foreign, load_model_weights, unwrap_model
 from crnn.engine.evaluate import autocast_context, evaluate
 from crnn.engine.alphabet_change import fit_alphabet
-from crnn.engine.finetune import (KEPT_METRICS, ValSets, base_protocol, build_base_loaders, build_base_pull,
-                                  check_freeze, cnn_frozen, forgetting_report, freeze_bn_statistics,
-                                  generate_base_style, reading_changes, set_cnn_frozen, training_sources,
+from crnn.engine.finetune import (KEPT_METRICS, ValSets, base_protocol, build_base_pull, check_freeze, cnn_frozen,
+                                  forgetting_report, freeze_bn_statistics, start_config, set_cnn_frozen,
                                   validate_base, build_teacher, write_interpolated)
-from crnn.data.synth import synth_options  # noqa: F401 (re-exported: the trainer's data, for tests and tools)
+from crnn.data.datasets import DataError
+from crnn.data.feed import Feed, build, prepare
+from crnn.data.loader import reading_changes, stop_workers
+from crnn.data.rehearsal import needs_start_config
 from crnn.engine.health import Health
 from crnn.engine.optim import build_optimizer, build_scaler, build_scheduler, lr_factor  # noqa: F401 (re-exported)
 from crnn.engine.reporting import (STOP_SIGNALS, Meter, StopFlag, _fmt_time, log_extra_protocols, log_validation,
@@ -47,79 +49,24 @@ log = logging.getLogger("crnn")
 
 
 # ----------------------------------------------------------------------------- data
-def prepare_data(cfg: Config) -> None:
-    """Generate synthetic LMDBs that the config names but that do not exist yet (the same data from the same seed
-    wherever it runs; :func:`fit` runs it on rank 0 first, then on each machine's local rank 0). A train entry's
-    ``synth_seed`` / ``synth_style`` override ``data.synth_seed`` / ``data.synth_style`` for that source."""
-    d = cfg.data
-    jobs = [] if d.synth_online else [(s["path"], d.synth_num, s.get("synth_seed", d.synth_seed),
-                                       s.get("synth_style", d.synth_style)) for s in d.train]
-    jobs += [(p, d.synth_val_num, d.synth_seed + 10_000_019, d.synth_style) for p in d.val]
-    for path, num, seed, style in jobs:
-        if Path(path).exists() or num <= 0:
-            continue
-        from crnn.data.synth import generate_lmdb
-
-        opts = synth_options(cfg, style)
-        log.info("generating %d synthetic %s into %s (seed %d%s)", num,
-                 "samples" if opts.text == "words" else f"text lines for {cfg.model.charset}", path, seed,
-                 "" if style == "default" else f", style {style}")
-        generate_lmdb(path, num, seed=seed, workers=d.synth_workers, progress=D.is_main_process(), opts=opts)
-    generate_base_style(cfg, D.is_main_process())  # rehearsal data and base-domain held-out sets (fine-tuning)
-
-
-def build_loaders(cfg: Config, charset: Charset, rt: Runtime):
-    """Training loader (sharded under DDP, rehearsal data mixed in) and named validation loaders (a ValSets: the
-    data.val loaders, plus the train.base_val ones in ``.base``)."""
-    from crnn.data.datasets import DatasetError
-    from crnn.data.loader import build_eval_loader, build_train_loader, preprocess_options, read_options
-
-    d = cfg.data
-    geom = dict(height=d.height, width=d.width, keep_ratio=d.keep_ratio, max_width=d.max_width,
-                channels=cfg.model.in_channels, **preprocess_options(d))
-    if d.synth_online:
-        train = _online_loader(cfg, charset, rt, geom)
-    else:
-        try:
-            train = build_train_loader(training_sources(cfg), charset, **geom, batch_size=d.batch_size,
-                                       num_workers=d.num_workers,
-                                       max_label_length=d.max_label_length, augment=d.augment, seed=cfg.train.seed,
-                                       rank=rt.rank, world_size=rt.world_size)
-        except DatasetError as e:
-            raise TrainingError(f"data.train: {e}") from None
-    read_geom = {**geom, **read_options(d)}  # validation reads as crnn-eval will (data.read_width_scale)
-    vals = {}
-    for p in d.val:
-        try:
-            # read in the training process itself: a validation loader with workers forks them anew at every
-            # validation, from a process with live threads (loader queues, DDP, TensorBoard), and one such fork hung
-            # for good in its child (the English run, step 5,000 on rank 1, 2026-11-27) with the other rank waiting
-            vals[p] = build_eval_loader(p, **read_geom, batch_size=d.batch_size, num_workers=0,
-                                        rank=rt.rank, world_size=rt.world_size)
-        except DatasetError as e:
-            raise TrainingError(f"data.val: {e}") from None
-    vals = ValSets(vals, build_base_loaders(cfg, rt, read_geom), cfg.train.base_protocol)
-    for loader in (train.loader, *vals.values(), *vals.base.values()):
-        loader.worker_init_fn = functools.partial(_worker_init, loader.worker_init_fn)
-    return train, vals
-
-
-def _online_loader(cfg: Config, charset: Charset, rt: Runtime, geom: dict):
-    """data.synth_online: batches rendered by the loader's workers (:mod:`crnn.data.online`)."""
-    from crnn.data.loader import build_online_loader
-    from crnn.data.synth import NoFontsError
-
-    d = cfg.data
-    if rt.main:
-        log.info("data.synth_online: every training batch is rendered on the fly; data.train is not read")
+def prepare_run_data(cfg: Config, rt: Runtime) -> None:
+    """The data room's :func:`~crnn.data.feed.prepare` on this process (:func:`fit` runs it on rank 0 first, then on
+    each machine's local rank 0), with the starting checkpoint's stored config where its style is rendered."""
     try:
-        return build_online_loader(synth_options(cfg, d.synth_style), charset, **geom, batch_size=d.batch_size,
-                                   num_workers=d.num_workers, augment=d.augment, seed=d.synth_seed,
-                                   batches_per_epoch=max(1, d.synth_num // (d.batch_size * rt.world_size)),
-                                   rank=rt.rank, world_size=rt.world_size, pool=d.synth_pool,
-                                   real=d.synth_real, real_share=d.synth_real_share)
-    except (ValueError, NoFontsError) as e:
-        raise TrainingError(f"data.synth_online: {e}") from None
+        prepare(cfg, progress=rt.main, start=start_config(cfg) if needs_start_config(cfg) else None)
+    except DataError as e:
+        raise TrainingError(str(e)) from None
+
+
+def build_run_data(cfg: Config, charset: Charset, rt: Runtime) -> Feed:
+    """The data room's loaders for this rank; their workers ignore the stop signals (:func:`_worker_init`)."""
+    try:
+        feed = build(cfg, charset, rank=rt.rank, world_size=rt.world_size)
+    except DataError as e:
+        raise TrainingError(str(e)) from None
+    for loader in feed.loaders():
+        loader.worker_init_fn = functools.partial(_worker_init, loader.worker_init_fn)
+    return feed
 
 
 def _worker_init(previous, worker_id: int) -> None:
@@ -196,6 +143,25 @@ def build_training_model(cfg: Config, charset: Charset, rt: Runtime,
     elif rt.mode == "dp":
         model = nn.DataParallel(model, device_ids=rt.device_ids)
     return model, bare
+
+
+def describe_model(cfg: Config, bare: nn.Module, num_classes: int) -> str:
+    """The model's log line: its parameters (all, and those trained now where some are frozen), its classes, and its
+    time steps T - for its fixed width, or per 100 px and at the narrowest and widest crop where crops keep their
+    ratio (each is read at its own width)."""
+    d, t = cfg.data, cfg.train
+    total, trained = sum(p.numel() for p in bare.parameters()), count_parameters(bare)
+    size = f"{total / 1e6:.2f} M parameters"
+    if trained != total:
+        why = f"train.freeze_cnn_steps={t.freeze_cnn_steps}" if t.freeze_cnn_steps else "frozen"
+        size += f", {trained / 1e6:.2f} M of them trained now (the CNN frozen: {why})"
+    steps = lambda w: int(bare.output_length(w))  # noqa: E731
+    if d.keep_ratio:
+        length = (f"T = {steps(100)} per 100 px of width, each crop read at its own width ({steps(d.min_width)} at "
+                  f"data.min_width {d.min_width}, {steps(d.max_width)} at data.max_width {d.max_width})")
+    else:
+        length = f"T = {steps(d.width)} for its fixed width {d.width} (data.width)"
+    return f"model {cfg.model.variant}: {size}, {num_classes} classes; {length}"
 
 
 def check_label_length(cfg: Config, bare: nn.Module) -> None:
@@ -338,7 +304,6 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
     seed_everything(t.seed + 1000 * rt.rank)
     if rt.main:
         check_output_dir(out)
-        log.info("resolved config:\n%s", dump_config(cfg).rstrip())
         log.info("mode: %s on %s (world size %d)", rt.mode, rt.device, rt.world_size)
         if rt.device.type == "cuda":
             log.info("cudnn.benchmark=%s (%s)", torch.backends.cudnn.benchmark,
@@ -353,31 +318,30 @@ def _fit(cfg: Config, rt: Runtime, st: TrainState) -> dict:
                      ", ".join(extra), extra[0])
     with D.main_process_first(local=False):  # one process of the whole cluster generates; every other rank waits
         if rt.main:
-            prepare_data(cfg)
+            prepare_run_data(cfg, rt)
     with D.main_process_first(local=True):  # a machine that cannot see rank 0's files (unshared disks) makes its own
-        prepare_data(cfg)
-    train_loader, vals = build_loaders(cfg, charset, rt)
+        prepare_run_data(cfg, rt)
+    feed = build_run_data(cfg, charset, rt)
+    if rt.main:
+        log.info(feed.description)
     try:
-        return _fit_loaded(cfg, rt, st, charset, train_loader, vals)
+        return _fit_loaded(cfg, rt, st, charset, feed)
     finally:  # at once, also on errors: the workers ignore SIGTERM, so exit could not stop them (stop_workers)
-        from crnn.data.loader import stop_workers
-
-        for loader in (train_loader, *vals.values(), *vals.base.values()):
+        for loader in feed.loaders():
             stop_workers(loader)
 
 
-def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, train_loader, vals: dict) -> dict:
+def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, feed: Feed) -> dict:
     t = cfg.train
     out = Path(t.output_dir)
     info: dict = {}
+    train_loader, vals = feed.train, ValSets(feed.val, feed.base_val, t.base_protocol)
     model, bare = build_training_model(cfg, charset, rt, info)
     pull = build_base_pull(cfg, bare, charset, info.get("alphabet_change"), rt.main)  # toward init, not a resumed state
     teacher = build_teacher(cfg, info.pop("init_checkpoint", None), info.get("base_charset"), charset, rt.device,
                             rt.main)
     vals.base_protocol = base_protocol(cfg, info.get("base_charset"), charset)
     if rt.main:
-        log.info("model %s: %.2f M parameters, %d classes, T=%d for width %d", cfg.model.variant,
-                 count_parameters(bare) / 1e6, charset.num_classes, bare.output_length(cfg.data.width), cfg.data.width)
         check_label_length(cfg, bare)
     opt, scaler = build_optimizer(cfg, model), build_scaler(cfg, rt)
     sched = build_scheduler(cfg, opt, st)
@@ -389,9 +353,8 @@ def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, trai
         del ck
         if rt.rank > 0:
             seed_everything(t.seed + 1000 * rt.rank + st.step)
-    fonts = getattr(getattr(getattr(train_loader, "loader", None), "dataset", None), "fonts", None)
-    if cfg.data.synth_online and fonts is not None:
-        record_synth_fonts(st, fonts, rt.main)
+    if feed.fonts is not None:
+        record_synth_fonts(st, feed.fonts, rt.main)
     average = WeightAverage(bare, t.ema_decay, st.ema_updates) if t.ema_decay > 0 else None
     if average is not None:
         if averaged is not None:
@@ -404,8 +367,11 @@ def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, trai
     if rt.main:  # only now that the data, model and checkpoint were accepted: a bad input leaves nothing behind
         create_output_dir(cfg)
         remove_stale_temporaries(out)
+        log.info("resolved config: %s (crnn-train --print-config [overrides] prints it)", out / "config.yaml")
     if t.freeze_cnn_steps:
         set_cnn_frozen(bare, cnn_frozen(cfg, st.step), st.step, rt.main)  # a resumed run may be past it
+    if rt.main:
+        log.info(describe_model(cfg, bare, charset.num_classes))
     tb = open_tensorboard(cfg, rt)
     health = Health(cfg, rt, bare, charset.num_classes, st.step)
     if vals.base and st.step == 0:  # the starting point, so that forgetting is measured, not guessed
