@@ -16,6 +16,8 @@ returns logits [batch, time, classes] (blank = 0); batch and width are dynamic. 
 into place it is reloaded (TorchScript) or run with onnxruntime (ONNX) on two batch sizes and widths and
 must match PyTorch within --atol. Charset and preprocessing settings are stored inside the file
 (TorchScript extra file crnn.json, ONNX metadata key "crnn"). TorchScript is deprecated upstream; prefer ONNX.
+The file is for other runtimes: crnn-predict, crnn-eval and crnn-serve read the .pt it came from, and refuse the
+export in one line; docs/export.md reads the ONNX file with numpy, Pillow and onnxruntime alone.
 """
 
 
