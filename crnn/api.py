@@ -38,6 +38,14 @@ CHANNEL_ORDERS = ("RGB", "BGR")
 CHUNK = 512  # inputs preprocessed and predicted together (bounds memory for long lists)
 
 
+@dataclass
+class _Tally:
+    """Tall crops read as they are within :meth:`Recognizer.warn_once`, and how many images were read there."""
+
+    tall: list[tuple[str, int, int]] = field(default_factory=list)
+    total: int = 0
+
+
 class Reading(NamedTuple):
     """The text read from one image and its confidence (the probability of that text under the model, 0-1)."""
 
@@ -198,6 +206,7 @@ class Recognizer:
             warnings.warn(f"{self.weights} stores its own config and charset; config/charset are ignored",
                           stacklevel=2)
         words = _lexicon_words(lexicon)
+        self._tally: _Tally | None = None  # inside warn_once(): where tall crops are counted
         self._engine = Engine.from_checkpoint(
             ckpt, device, amp, config=fallback_config, charset=fallback_charset,
             decoder=decoder or ("beam" if words is not None else "greedy"), beam_width=beam_width,
@@ -251,8 +260,12 @@ class Recognizer:
         if channels not in CHANNEL_ORDERS:
             raise InferenceError(f"channels must be RGB or BGR (the order of a numpy image's last axis), "
                                  f"got {channels!r}")
+        tally = self._tally
         if _is_single(images):
-            return Reading(*self._engine.predict_tensors([self._tensor(images, "image", channels)])[0])
+            tensor = self._tensor(images, "image", channels, tally.tall if tally is not None else None)
+            if tally is not None:
+                tally.total += 1
+            return Reading(*self._engine.predict_tensors([tensor])[0])
         items = list(images)
         tall: list[tuple[str, int, int]] = []
         out: list[Reading | Exception] = []
@@ -267,8 +280,25 @@ class Recognizer:
                     raise failed[0]
                 out += self._readings(loaded)
                 tall += [t for one in talls for t in one]
-        self._engine.warn_tall(tall, len(items), stacklevel=2)
+        if tally is not None:
+            tally.tall += tall
+            tally.total += len(items)
+        else:
+            self._engine.warn_tall(tall, len(items), stacklevel=2)
         return out
+
+    @contextmanager
+    def warn_once(self) -> Iterator[None]:
+        """Within it, crops at least twice as tall as wide that are read as they are (``vertical="warn"``) give one
+        VerticalWarning at the end, with their count out of the images read: for a loop that reads one image per call,
+        ``with reader.warn_once(): texts = [reader.read(p).text for p in paths]``."""
+        outer, self._tally = self._tally, _Tally()
+        tally = self._tally
+        try:
+            yield
+        finally:
+            self._tally = outer
+            self._engine.warn_tall(tally.tall, tally.total, stacklevel=3)
 
     def _readings(self, loaded: list) -> list[Reading | Exception]:
         """Readings of the preprocessed items of one chunk, each failure's exception left in its place."""

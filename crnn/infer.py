@@ -438,8 +438,11 @@ class Recognizer:
         return out  # type: ignore[return-value]
 
     def predict_images(self, images: Sequence[Image.Image]) -> list[tuple[str, float]]:
-        """PIL images -> (text, confidence) in input order."""
-        return self.predict_tensors([self.preprocess(img) for img in images])
+        """PIL images -> (text, confidence) in input order; tall crops read as they are: one warning, with a count."""
+        tall: list[tuple[str, int, int]] = []
+        out = self.predict_tensors([self.preprocess(img, f"image {i}", tall) for i, img in enumerate(images)])
+        self.warn_tall(tall, len(images))
+        return out
 
     def _load(self, path: str, tall: list[tuple[str, int, int]]) -> torch.Tensor | VerticalCandidates | str:
         """Preprocessed tensor of one file, or the error text."""

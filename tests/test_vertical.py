@@ -176,3 +176,29 @@ def test_a_read_of_many_crops_warns_once_about_the_tall_ones_with_a_count(tmp_pa
     assert err.startswith(f"crnn-predict: warning: 4 of 9 images are at least 2x taller than wide (vertical text?), "
                           f"e.g. {paths[1]} (20x80), {paths[4]} (20x80), {paths[6]} (20x80), ...;")
     assert len(err.splitlines()) == 1
+
+
+def test_one_crop_per_call_inside_warn_once_gives_one_warning_with_the_count(tmp_path):
+    """A yardstick reads one crop per call: inside reader.warn_once() its tall crops are counted and warned about once,
+    at the end; engine.predict_images (the tools' batch read) warns once too."""
+    wide, tall = Image.new("L", (100, 32), 255), Image.new("L", (20, 80), 255)
+    paths = []
+    for i, im in enumerate([wide, tall, wide, tall, tall]):
+        paths.append(str(tmp_path / f"{i}.png"))
+        im.save(paths[-1])
+    reader = crnn.Recognizer("en", device="cpu")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with reader.warn_once():
+            texts = [reader.read(p).text for p in paths] + [r.text for r in reader.read([tall, wide])]
+            assert [str(w.message) for w in caught] == []  # not yet: at the end of the block
+    assert len(texts) == 7
+    assert [str(w.message) for w in caught] == [
+        f"4 of 7 images are at least 2x taller than wide (vertical text?), e.g. {paths[1]} (20x80), {paths[3]} (20x80), "
+        f"{paths[4]} (20x80), ...; they were read as they are, but crnn reads horizontal lines: read them with "
+        "vertical='auto' (crnn-predict --vertical auto), or pass vertical='off' to read them as they are"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reader._engine.predict_images([tall, wide, tall])
+    assert [str(w.message).split(" (vertical text?)")[0] for w in caught] == [
+        "2 of 3 images are at least 2x taller than wide"]
