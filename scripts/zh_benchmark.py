@@ -143,8 +143,8 @@ def markdown(rows: list[dict], sets: list[str], num: int, threads: int, speed: s
         out.append(f"| {r['model']} | " + " | ".join(cells) + f" | {r['lines_per_s']:.0f}{ratio} |")
     lengths = ", ".join(f"{s}: " + ("%d-%d" % LONG_LEN if s == "long" else "as photographed" if s.startswith("real:")
                                     else f"{MIN_LEN}-{MAX_LEN}") for s in sets)
-    out.append(f"\n{num} lines per set (characters per line: {lengths}; text: held-out corpus words), protocol unicode; "
-               f"lines/s one line per call (a batched row: in batches) {speed or 'over all sets'}, {threads} "
+    out.append(f"\n{num} lines per set (characters per line: {lengths}; text: held-out corpus words), protocol "
+               f"unicode; lines/s one line per call (a batched row: in batches) {speed or 'over all sets'}, {threads} "
                "thread(s)" + (" (in brackets: x PP-OCRv4's / x PP-OCRv6 small's)" if any("x_ppocr4" in r for r in rows)
                               else "") + ". " + "; ".join(f"{r['model']}: {r['how']}" for r in rows))
     return "\n".join(out)

@@ -130,12 +130,22 @@ def test_bad_inputs_exit_2_with_one_line(weights, tmp_path, capsys):
         "not found": ["--weights", str(tmp_path / "nope.pt"), "--data", str(tmp_path)],
         "does not contain a model state dict": ["--weights", str(tmp_path / "foreign.pt"), "--data", str(tmp_path)],
         "--threads must be at least 1, got 0": ["--weights", str(weights), "--threads", "0", "--data", str(tmp_path)],
+        "nope2.pt": ["--weights", str(weights), "--weights", str(tmp_path / "nope2.pt"), "--data", str(tmp_path)],
     }
     for expected, argv in cases.items():
         rc = main(argv)
         out, err = capsys.readouterr()
         assert rc == 2 and out == "", expected
         assert err.startswith("crnn-eval: error: ") and expected in err and len(err.splitlines()) == 1, err
+
+
+def test_against_takes_only_the_peers_it_knows(weights, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--weights", str(weights), "--against", "tesseract", "--data", str(tmp_path)])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --against: invalid choice: 'tesseract'" in err and all(
+        p in err for p in ("ppocr-v4", "ppocr-v6", "easyocr"))
 
 
 @pytest.mark.slow

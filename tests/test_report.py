@@ -45,9 +45,9 @@ def test_alignment_marks_each_kind_of_error():
 def test_confusion_counts_on_a_crafted_case():
     rows = A.compare(CRAFTED, "exact")
     assert [r.distance for r in rows] == [1, 1, 1, 1, 0, 2]
-    assert A.confusions(rows) == [A.Confusion("sub", "a", "u", 2, 0, 2, (0, 3)), A.Confusion("del", "!", "", 1, 5, 1, (5,)),
-                                  A.Confusion("del", "o", "", 1, 1, 1, (1,)), A.Confusion("ins", "", "n", 1, 2, 1, (2,)),
-                                  A.Confusion("sub", "Z", "z", 1, 5, 1, (5,))]
+    assert A.confusions(rows) == [A.Confusion("sub", "a", "u", 2, 0, 2, (0, 3)),
+                                  A.Confusion("del", "!", "", 1, 5, 1, (5,)), A.Confusion("del", "o", "", 1, 1, 1, (1,)),
+                                  A.Confusion("ins", "", "n", 1, 2, 1, (2,)), A.Confusion("sub", "Z", "z", 1, 5, 1, (5,))]
     clearer = A.compare([A.Sample(0, "foot", "f", 0.1), A.Sample(1, "to", "t", 0.1)], "exact")
     # two crops miss an o (one of them twice: it counts once); the example is the crop with fewest other errors
     assert A.confusions(clearer)[0] == A.Confusion("del", "o", "", 2, 1, 3, (1, 0))

@@ -44,7 +44,8 @@ def test_scores_under_the_unicode_protocol_and_the_table(bench):
     assert rows[0]["lines_per_s"] == 2 and rows[0]["clean"]["cer"] == 0
     assert bench.markdown(rows, ["clean"], 1, 2).splitlines()[2] == "| m | 0.00 % / 100.0 % | 2 |"
     assert bench.class_errors("会1975年去", "会1995年去")["digits"] == [1, 4]  # the report's alignment, per class
-    assert bench.class_errors("ab中文", "中文") == {"Hanzi": [0, 2], "Latin": [2, 0], "digits": [0, 0], "other": [0, 0]}
+    assert bench.class_errors("ab中文", "中文") == {"Hanzi": [0, 2], "Latin": [2, 0], "digits": [0, 0],
+                                                  "other": [0, 0]}
 
 
 def test_ratios_to_both_peers_are_medians_of_per_round_ratios(bench):

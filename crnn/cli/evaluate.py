@@ -94,7 +94,8 @@ def run(args: argparse.Namespace) -> dict:
     from crnn.yardstick.against import make_readers
 
     first, *more = args.weights or [None]
-    others = make_readers(args.against, more, args.amp, args.threads or 2) if args.against or more else ()
+    others = make_readers(args.against, more, args.amp, args.threads or 2, args.device) if args.against or more \
+        else ()
     for o in others:
         if getattr(o, "skipped", ""):
             print(f"{PROG}: skipped {o.name}: {o.skipped}", file=sys.stderr)

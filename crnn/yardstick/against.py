@@ -33,12 +33,12 @@ class Against:
         return {"name": self.name, "how": self.how, "datasets": self.rows, "overall": self.overall}
 
 
-def make_readers(peers: Sequence[str], weights: Sequence[str], amp: str = "off",
-                 threads: int = 2) -> list[Reader | Against]:
+def make_readers(peers: Sequence[str], weights: Sequence[str], amp: str = "off", threads: int = 2,
+                 device: str = "cpu") -> list[Reader | Against]:
     """A reader per ``--against`` name and per further ``--weights``, in that order after the weights; a peer whose
     package is missing becomes a skipped :class:`Against` (the others still run). ValueError for an unknown name;
     the loading errors of a checkpoint as they come."""
-    out: list[Reader | Against] = [ours(w, amp) for w in weights]
+    out: list[Reader | Against] = [ours(w, amp, device=device) for w in weights]
     for name in peers:
         try:
             out.append(peer(name, threads))

@@ -48,17 +48,18 @@ class Reader:
         return lambda items: [safe_read(self, x)[0] for x in items]
 
 
-def ours(weights: str, amp: str = "off", *, width_step: int | None = None,
-         width_scale: float | None = None) -> Reader:
+def ours(weights: str, amp: str = "off", *, width_step: int | None = None, width_scale: float | None = None,
+         device: str = "cpu") -> Reader:
     """One of our checkpoints (a shipped name or a path) through ``crnn.Recognizer(weights, amp=amp).read(image)``.
 
     The name is ``weights``, with what differs from the checkpoint's own reading in brackets (``zh (bf16)``,
     ``zh (width_step 1)``; amp auto names what it resolved to here). ``width_step`` / ``width_scale`` override the
-    checkpoint's ``data.width_step`` / ``data.read_width_scale``. OSError / ValueError for a missing or bad file.
+    checkpoint's ``data.width_step`` / ``data.read_width_scale``; ``device`` as crnn.Recognizer takes it (the
+    yardsticks time on the CPU). OSError / ValueError for a missing or bad file.
     """
     import crnn
 
-    rec = crnn.Recognizer(weights, device="cpu", amp=amp)
+    rec = crnn.Recognizer(weights, device=device, amp=amp)
     given = []
     engine = rec._engine  # crnn.Recognizer has no option for the reading geometry (yet): set it on its engine
     if width_step is not None:
