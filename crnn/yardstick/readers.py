@@ -41,11 +41,17 @@ class Reader:
 
     def timed(self) -> Callable[[list], list[str]]:
         """How this reader reads a list when timed: one item per call, or ``read_many`` for a batched row."""
-        from crnn.yardstick.run import safe_read
-
         if self.batched:
             return self.read_many
         return lambda items: [safe_read(self, x)[0] for x in items]
+
+
+def safe_read(reader: Reader, image) -> tuple[str, str]:
+    """(text, "") or ("", the error in one line) when the reader raises."""
+    try:
+        return reader.read(image), ""
+    except Exception as e:  # noqa: BLE001 - any peer's failure on one crop is that crop's reading
+        return "", f"{type(e).__name__}: {' '.join(str(e).split())}"
 
 
 def ours(weights: str, amp: str = "off", *, width_step: int | None = None, width_scale: float | None = None,

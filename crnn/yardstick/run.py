@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crnn.yardstick.readers import Reader
+from crnn.yardstick.readers import Reader, safe_read
 
 WARMUP = 8  # items read before the clock starts
 
@@ -33,14 +33,6 @@ class Column:
     items: int = 0
     rounds: list[float] = field(default_factory=list)  # items/s in each interleaved timing round
     skipped: str = ""  # why the reader did not run ("" when it did)
-
-
-def safe_read(reader: Reader, image) -> tuple[str, str]:
-    """(text, "") or ("", the error in one line) when the reader raises."""
-    try:
-        return reader.read(image), ""
-    except Exception as e:  # noqa: BLE001 - any peer's failure on one crop is that crop's reading
-        return "", f"{type(e).__name__}: {' '.join(str(e).split())}"
 
 
 def read_sets(reader: Reader, sets: dict[str, Sequence], *, progress: Callable[[str], None] | None = None,
