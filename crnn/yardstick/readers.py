@@ -6,6 +6,7 @@ where one is missing its maker raises :class:`PeerMissing`, one line naming the 
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 from collections.abc import Callable
@@ -38,12 +39,17 @@ class Reader:
     how: str = ""
     read_many: Callable[[list], list[str]] | None = None
     batched: bool = False
+    block: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext  # around a run of reads
 
     def timed(self) -> Callable[[list], list[str]]:
         """How this reader reads a list when timed: one item per call, or ``read_many`` for a batched row."""
         if self.batched:
             return self.read_many
-        return lambda items: [safe_read(self, x)[0] for x in items]
+
+        def one_per_call(items: list) -> list[str]:
+            with self.block():
+                return [safe_read(self, x)[0] for x in items]
+        return one_per_call
 
 
 def safe_read(reader: Reader, image) -> tuple[str, str]:
@@ -82,7 +88,8 @@ def ours(weights: str, amp: str = "off", *, width_step: int | None = None, width
     geometry = f"width_step {engine.transform.width_step}, widths x {engine.transform.width_scale:g}"
     return Reader(name, lambda image: rec.read(image).text,
                   f"crnn.Recognizer(weights, amp='{amp}').read(image): one crop per call ({geometry})",
-                  read_many=lambda images: [r.text for r in rec.read(list(images))])
+                  read_many=lambda images: [r.text for r in rec.read(list(images))],
+                  block=rec.warn_once)  # tall crops read one per call: one warning with their count per run
 
 
 def batched(reader: Reader) -> Reader:
@@ -91,7 +98,7 @@ def batched(reader: Reader) -> Reader:
         raise ValueError(f"{reader.name} has no batched reading")
     return Reader(f"{reader.name}, batched", reader.read, reader.how.replace(
         "read(image): one crop per call", "read(list of images): batches of equal resized width"),
-        read_many=reader.read_many, batched=True)
+        read_many=reader.read_many, batched=True, block=reader.block)
 
 
 def _require(peer: str, *modules: str) -> None:

@@ -44,7 +44,14 @@ def read_sets(reader: Reader, sets: dict[str, Sequence], *, progress: Callable[[
     first = list(next(iter(sets.values()), []))[:warmup]
     if reader.batched:
         return _read_batched(reader, sets, col, first)
-    for image in first:
+    with reader.block():
+        return _read_each(reader, sets, col, first, progress, every, unit)
+
+
+def _read_each(reader: Reader, sets: dict[str, Sequence], col: Column, warm: list,
+               progress: Callable[[str], None] | None, every: int, unit: str) -> Column:
+    """:func:`read_sets` for a reader of one item per call."""
+    for image in warm:
         safe_read(reader, image)
     total, done = sum(map(len, sets.values())), 0
     for name, items in sets.items():
