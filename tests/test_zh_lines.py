@@ -210,16 +210,6 @@ def test_benchmark_text_is_held_out_lines_of_4_to_12_characters(bench):
     assert opts.split == "heldout" and opts.clutter is False and opts.charset == "zh_gb2312"
 
 
-def test_benchmark_scores_under_the_unicode_protocol(bench):
-    s = bench.score(["中文，ab", "x"], ["中文,ab", "y"])  # full-width comma = comma under NFKC
-    assert s["line_acc"] == 0.5 and s["cer"] == pytest.approx(1 / 6) and s["samples"] == 2
-    col = bench.Column("m", {"clean": ["中文"]}, seconds=0.5, lines=1, how="h")
-    rows = bench.results([col], {"clean": ["中文"]})
-    assert rows[0]["lines_per_s"] == 2 and rows[0]["clean"]["cer"] == 0
-    table = bench.markdown(rows, ["clean"], 1, 2)
-    assert table.splitlines()[2] == "| m | 0.00 % / 100.0 % | 2 |"
-
-
 def test_benchmark_errors_by_class_add_up_to_the_edit_distance(bench):
     from crnn.metrics import edit_distance, normalize_text
 
@@ -238,74 +228,6 @@ def test_benchmark_errors_by_class_add_up_to_the_edit_distance(bench):
         assert sum(n for _, n in got.values()) == len(nt)
     by = bench.errors_by_class(["会1975年去", "ab"], ["会1995年去", "ab"])
     assert by["digits"] == {"errors": 1, "chars": 4, "cer": 0.25} and by["Latin"]["errors"] == 0
-
-
-@pytest.mark.skipif(not NOTO_CJK.is_file(), reason="needs fonts-noto-cjk")
-def test_benchmark_builds_the_clean_set_once_and_runs_our_column(bench, shipped_zh, tmp_path, monkeypatch, capsys):
-    pytest.importorskip("jieba")
-    monkeypatch.setattr(bench, "ppocr_engine", lambda threads: None)  # as without rapidocr-onnxruntime
-    monkeypatch.setattr(bench, "ppocr6_engine", lambda threads: None)  # and without rapidocr 3.x
-    argv = ["--weights", "zh", "--sets", "clean", "--num", "3", "--work", str(tmp_path), "--json", "--threads", "1"]
-    assert bench.main(argv) == 0
-    out, err = capsys.readouterr()
-    rows = json.loads(out)["rows"]
-    assert [r["model"] for r in rows] == ["zh"] and rows[0]["clean"]["samples"] == 3
-    assert len(rows[0]["rounds"]) == 5 and rows[0]["lines_per_s"] == sorted(rows[0]["rounds"])[2]
-    assert "timing round 5/5" in err
-    assert "skipped PP-OCRv4: rapidocr_onnxruntime is not installed" in err
-    assert "skipped PP-OCRv6 small: rapidocr 3.x is not installed" in err
-    gt = (tmp_path / "clean" / "gt.txt").read_text(encoding="utf-8").splitlines()
-    assert len(gt) == 3 and all(4 <= len(ln.split("\t")[1]) <= 12 for ln in gt)
-    img = Image.open(tmp_path / "clean" / gt[0].split("\t")[0])
-    assert img.mode == "L" and img.getextrema() == (0, 255)  # black on white, nothing else
-    sheet = Image.open(tmp_path / "contact_sheet.png")
-    assert sheet.height > 3 * 48
-    readings = (tmp_path / "readings.tsv").read_text(encoding="utf-8").splitlines()
-    assert readings[0] == "set\tpath\ttruth\tzh" and len(readings) == 4
-    first = (tmp_path / "clean" / "images" / "00000.png").stat().st_mtime_ns
-    md = tmp_path / "bench.md"
-    assert bench.main([a if a != "3" else "2" for a in argv] + ["--markdown", str(md)]) == 0  # cached: not rebuilt
-    assert (tmp_path / "clean" / "images" / "00000.png").stat().st_mtime_ns == first
-    assert json.loads(capsys.readouterr().out)["rows"][0]["clean"]["samples"] == 2
-    tables = md.read_text(encoding="utf-8")  # the JSON on stdout, the tables beside it
-    assert tables.startswith("| model |") and "| zh |" in tables and "Errors by character class:" in tables
-    assert bench.main(argv + ["--width-step", "1", "--width-step", "8"]) == 0  # one column per reading geometry
-    rows = json.loads(capsys.readouterr().out)["rows"]
-    assert [r["model"] for r in rows] == ["zh (width_step 1)", "zh (width_step 8)"]
-    assert "(width_step 8, widths x 1)" in rows[1]["how"] and rows[1]["clean"]["samples"] == 3
-    assert bench.main(argv + ["--width-scale", "1", "--width-scale", "1.15"]) == 0  # ...and per reading width scale
-    rows = json.loads(capsys.readouterr().out)["rows"]
-    assert [r["model"] for r in rows] == ["zh (width_scale 1)", "zh (width_scale 1.15)"]
-    assert "widths x 1.15" in rows[1]["how"]
-    assert bench.main(argv + ["--amp", "off", "--amp", "bf16"]) == 0  # ...and per reading precision
-    rows = json.loads(capsys.readouterr().out)["rows"]
-    assert [r["model"] for r in rows] == ["zh", "zh (bf16)"] and rows[1]["clean"]["samples"] == 3
-    assert bench.main(argv + ["--speed-rounds", "-1"]) == 2
-    assert "--speed-rounds must be >= 0" in capsys.readouterr().err
-    assert bench.main(argv + ["--width-step", "0"]) == 2
-    assert "--width-step must be >= 1" in capsys.readouterr().err
-    assert bench.main(argv + ["--width-scale", "3"]) == 2
-    assert "--width-scale within 0.5..2" in capsys.readouterr().err
-    assert bench.main(["--weights", "nope.pt", "--sets", "clean", "--num", "3", "--work", str(tmp_path)]) == 0
-    assert "skipped nope.pt" in capsys.readouterr().err
-
-
-def test_benchmark_times_in_interleaved_rounds_and_takes_ratios_per_round(bench):
-    calls = []
-    cols = [bench.Column(n, lines=1, seconds=1.0) for n in ("zh", bench.PPOCR, bench.PPOCR6)]
-    for c in cols:
-        c.read = lambda paths, name=c.name: calls.append(name)
-    sample = bench.speed_sample({"a": [f"a{i}" for i in range(6)], "b": [f"b{i}" for i in range(4)]}, 5)
-    assert sample == ["a0", "a2", "a4", "b0", "b2"]  # evenly from all sets
-    bench.time_rounds(cols, sample, 2)
-    assert calls == ["zh", bench.PPOCR, bench.PPOCR6, bench.PPOCR6, bench.PPOCR, "zh"]  # reversed every other round
-    cols[0].rounds, cols[1].rounds, cols[2].rounds = [300.0, 200.0, 400.0], [150.0, 50.0, 100.0], [100.0] * 3
-    ours = bench.results(cols, {})[0]
-    assert ours["lines_per_s"] == 300.0 and ours["lines_per_s_pass"] == 1.0
-    assert ours["x_ppocr4"] == 4.0  # per-round ratios 2, 4, 4 (the medians' ratio would say 3)
-    assert ours["x_ppocr6_small"] == 3.0
-    table = bench.markdown(bench.results(cols, {}), [], 3, 2, "in 3 rounds")
-    assert "| zh |  | 300 (4.0x / 3.0x) |" in table and "lines/s in 3 rounds, 2 thread(s)" in table
 
 
 def test_benchmark_by_font_needs_readings_and_names_the_faces(bench, tmp_path, capsys):
