@@ -32,6 +32,8 @@
 # native bf16 kernels, else off; AMP= overrides), the arms' base is runs/probe/base_1h_nNPROC. A lever arm that
 # starts from another file (train.init_weights=grown.pt, e.g. from tools/grow_cnn.py) is retrained when that file
 # changes. Each arm's probe.record names the code commit, the starting files' hashes, the CPU and the precision.
+# An arm cut short (Ctrl-C, a session's end: it saves last.pt) resumes from there when the probe is run again on a
+# CPU of the same model, with the same pack, config and command; elsewhere it starts afresh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -127,18 +129,32 @@ run() {  # OUT VALS [overrides...]: one arm, unless its curve already has the la
     echo "lever_probe: $out was trained from another pack, config or command than now ($out/probe.stamp); it is" \
       "trained again" >&2
   fi
-  if [ -n "$DRY" ]; then echo "${cmd[*]}"; return 0; fi
-  rm -rf "$out"
-  mkdir -p "$out"
+  # an arm cut short (a session's end, Ctrl-C: it saved last.pt) resumes where it stopped, on a CPU of the same model
+  # only (one table, one machine); anything else starts it afresh
+  local here resume=()
+  here=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')
+  if [ -f "$out/last.pt" ] && [ "$(cat "$out/probe.pending" 2>/dev/null)" == "$want"$'\n'"cpu $here" ]; then
+    resume=(train.resume=auto)
+    echo "lever_probe: $out was cut short (its last.pt, same pack, config, command and CPU); it resumes" >&2
+  fi
+  if [ -n "$DRY" ]; then echo "${cmd[*]}${resume:+ ${resume[*]}}"; return 0; fi
+  if [ -z "${resume[*]}" ]; then
+    rm -rf "$out"
+    mkdir -p "$out"
+    local start
+    start=$(starts "${cmd[@]}")
+    printf 'commit %s%s\nstart %s %s\ncpu %s\ncommand %s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo none)" \
+      "$([ -z "$(git status --porcelain crnn configs scripts tools 2>/dev/null)" ] || echo ' (with uncommitted changes)')" \
+      "$start" "$(hash16 "$start")" "$here" "${cmd[*]}" > "$out/probe.record"
+  fi
+  printf '%s\ncpu %s\n' "$want" "$here" > "$out/probe.pending"
   echo "lever_probe: $out (${HOURS:+$HOURS CPU-hours}${HOURS:-$STEPS steps}): log in $out/train.log"
-  local start
-  start=$(starts "${cmd[@]}")
-  printf 'commit %s%s\nstart %s %s\ncpu %s\ncommand %s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo none)" \
-    "$([ -z "$(git status --porcelain crnn configs scripts tools 2>/dev/null)" ] || echo ' (with uncommitted changes)')" \
-    "$start" "$(hash16 "$start")" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')" \
-    "${cmd[*]}" > "$out/probe.record"
-  "${cmd[@]}" > "$out/train.log" 2>&1 || { echo "lever_probe: $out failed; see $out/train.log" >&2; exit 1; }
+  if ! "${cmd[@]}" "${resume[@]}" >> "$out/train.log" 2>&1 || ! finished "$out" "${vals##*,}"; then
+    echo "lever_probe: $out stopped before its end; see $out/train.log (run the probe again to resume it)" >&2
+    exit 1
+  fi
   echo "$want" > "$out/probe.stamp"
+  rm -f "$out/probe.pending"
 }
 if [ "${MODEL:-zh}" == en ]; then
   for set in ${DEV//,/ }; do  # from the shared crops; says so without them

@@ -203,3 +203,32 @@ def test_a_cpu_budget_gives_both_arms_equal_cpu_hours_and_joins_them_on_it(tmp_p
     assert "runs/probe/wide_n2 was trained from another pack, config or command" in again.stderr
     for bad in ("0h", "h", "-1h", "1.5x"):
         assert _run("--dry-run", "wide", bad, "model.cnn_width=2").returncode == 2, bad
+
+
+def test_an_arm_cut_short_resumes_on_the_same_cpu_and_starts_afresh_elsewhere(tmp_path):
+    """An arm stopped before its end (a session's end) left last.pt and probe.pending: run again with the same pack,
+    config and command on a CPU of the same model, it resumes (train.resume=auto); a pending stamp from another CPU
+    or command does not resume."""
+    import hashlib
+
+    env = {"PATH": "/usr/bin:/bin", "NPROC": "2", "PROBE_DIR": str(tmp_path), "AMP": "bf16"}
+    args = ["bash", str(SCRIPT), "--dry-run", "wide", "1h", "model.cnn_width=2"]
+    fresh = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=60, env=env)
+    assert fresh.returncode == 0, fresh.stderr
+    base_cmd, arm_cmd = fresh.stdout.splitlines()
+
+    def sha(path: Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+    cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    head = f"pack {sha(REPO / 'weights' / 'crnn_zh_lines.pt')}\nconfig {sha(REPO / 'configs' / 'shipped_zh.yaml')}\n"
+    arm = tmp_path / "wide_n2"
+    arm.mkdir()
+    (arm / "last.pt").write_bytes(b"cut short")
+    (arm / "probe.pending").write_text(f"{head}command {arm_cmd}\ncpu {cpu}\n")
+    r = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=60, env=env)
+    assert r.stdout.splitlines() == [base_cmd, arm_cmd + " train.resume=auto"]
+    assert f"{arm} was cut short" in r.stderr and "it resumes" in r.stderr
+    (arm / "probe.pending").write_text(f"{head}command {arm_cmd}\ncpu Another CPU\n")
+    r = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=60, env=env)
+    assert r.stdout == fresh.stdout and "cut short" not in r.stderr
