@@ -112,9 +112,25 @@ class DataConfig:
     synth_online: bool = False
     synth_pool: int = 1  # synth_online: render this many batches at a time and regroup their lines by width (less padding)
     # synth_online: real crops mixed into the rendered batches - an LMDB or a folder with gt.txt, and the share of
-    # samples taken from it (lightly augmented; which crop goes where follows the seed, so resumes repeat it)
-    synth_real: str = ""
-    synth_real_share: float = 0.0
+    # samples taken from it (lightly augmented; which crop goes where follows the seed, so resumes repeat it); several
+    # sources: a list of paths and a list of shares, one per path, adding up to less than 1 ([a, b] and [0.05, 0.1])
+    synth_real: str | list[str] = ""
+    synth_real_share: float | list[float] = 0.0
+    # synth_online, the real crops only (rendered words have the synth_* effects): the probability of each effect,
+    # applied before the crop is resized (crnn/data/real_augment.py); 0 = off
+    real_tighten: float = 0.0  # cut off: up to 6 % of the height at top and bottom, 15 % of a character's width
+    #                            at each end (the crop's width over the label's length)
+    real_loosen: float = 0.0  # a margin of its own border (colour and noise): up to 25 % of the height above and
+    #                           below, 50 % of it at each end
+    real_perspective: float = 0.0  # one end farther away (55-80 % as tall), rotated up to 8 degrees
+    real_curve: float = 0.0  # the baseline bent onto an arc 30-60 % of the height deep
+    real_elastic: float = 0.0  # bent by a smooth random field (shifts of 2-7 % of the height)
+    real_blur: float = 0.0  # out of focus (sigma 0.5-1.5 px at data.height) or far away (seen 35-70 % of data.height)
+
+    def real_sources(self) -> list[tuple[str, float]]:
+        """(path, share) of each real-crop source that data.synth_real / synth_real_share mix in (share > 0)."""
+        paths, shares = _real_lists(self)
+        return [(p, s) for p, s in zip(paths, shares) if s > 0 and p]
 
 
 @dataclass
@@ -208,6 +224,7 @@ def read_width_scale_problem(scale: float, keep_ratio: bool, pad: str) -> str | 
 
 
 TRAIN_SOURCE_KEYS = {"path", "ratio", "synth_seed", "synth_style"}
+REAL_EFFECTS = ("real_tighten", "real_loosen", "real_perspective", "real_curve", "real_elastic", "real_blur")
 CHOICES = {
     "model.variant": ("vgg", "vgg_small", "resnet18", "vgg_clova", "vgg_easyocr", "vgg_w8", "vgg_small_w8"),
     "model.unknown": ("reject", "drop"),
@@ -348,6 +365,8 @@ def _parse_override(item: str, cfg_dict: dict) -> tuple[list[str], Any]:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError as e:
         raise ConfigError(f"{key}: cannot parse value {raw!r}: {e}") from None
+    if str in typing.get_args(hints[name]) and not isinstance(value, list):
+        return parts, raw  # a path or a list of paths: one path stays verbatim too
     return parts, value
 
 
@@ -438,14 +457,10 @@ def validate(cfg: Config) -> None:
     if not 0 <= cfg.data.synth_uniform_share <= 1:
         raise ConfigError(f"data.synth_uniform_share: must be within 0..1, got {cfg.data.synth_uniform_share}")
     for name in ("synth_mixed_fonts", "synth_squeeze", "synth_weight", "synth_jitter", "synth_photos", "synth_signs",
-                 "synth_street", "synth_elastic", "synth_traditional"):
+                 "synth_street", "synth_elastic", "synth_traditional", *REAL_EFFECTS):
         if not 0 <= getattr(cfg.data, name) <= 1:
             raise ConfigError(f"data.{name}: must be within 0..1, got {getattr(cfg.data, name)}")
-    if not 0 <= cfg.data.synth_real_share <= 1:
-        raise ConfigError(f"data.synth_real_share: must be within 0..1, got {cfg.data.synth_real_share:g}")
-    if cfg.data.synth_real_share > 0 and not (cfg.data.synth_online and cfg.data.synth_real):
-        raise ConfigError("data.synth_real_share: needs data.synth_online=true and data.synth_real=PATH (an LMDB or a "
-                          "folder with gt.txt)")
+    _check_real(cfg.data)
     if cfg.data.synth_online and cfg.data.synth_num < cfg.data.batch_size:
         raise ConfigError(f"data.synth_online: set data.synth_num (lines per epoch) to at least data.batch_size "
                           f"({cfg.data.batch_size}), got {cfg.data.synth_num}")
@@ -478,6 +493,39 @@ def validate(cfg: Config) -> None:
                           f"{cfg.model.cnn_width:g} and {cfg.model.res_blocks}")
     if cfg.train.model_parallel and len(cfg.train.model_parallel) != 2:
         raise ConfigError("train.model_parallel: give two devices, e.g. [cuda:0, cuda:1]")
+
+
+def _real_lists(data: DataConfig) -> tuple[list[str], list[float]]:
+    """data.synth_real and data.synth_real_share as lists (one path and one share: lists of one)."""
+    paths = [data.synth_real] if isinstance(data.synth_real, str) else list(data.synth_real)
+    share = data.synth_real_share
+    return paths, [float(share)] if isinstance(share, (int, float)) else [float(s) for s in share]
+
+
+def _check_real(data: DataConfig) -> None:
+    """The real crops mixed into rendered batches: one share per path, each within 0..1, several adding up to less
+    than 1, no path empty or twice; a share or an effect needs the online generator and a path."""
+    paths, shares = _real_lists(data)
+    several = len(paths) > 1 or len(shares) > 1
+    if len(paths) != len(shares):
+        raise ConfigError(f"data.synth_real_share: give one share per data.synth_real path ({len(paths)} path(s), "
+                          f"{len(shares)} share(s)), e.g. data.synth_real=[a,b] data.synth_real_share=[0.05,0.1]")
+    for p, share in zip(paths, shares):
+        if not 0 <= share <= 1:
+            raise ConfigError(f"data.synth_real_share: must be within 0..1, got {share:g}"
+                              + (f" for {p}" if several else ""))
+    if several and sum(shares) >= 1:
+        raise ConfigError(f"data.synth_real_share: the shares add up to {sum(shares):g}; several sources must leave "
+                          "rendered words in every batch (less than 1 in all)")
+    if several and (not all(paths) or len(set(paths)) < len(paths)):
+        raise ConfigError(f"data.synth_real: every path once and none empty, got {paths}")
+    if sum(shares) > 0 and not (data.synth_online and any(paths)):
+        raise ConfigError("data.synth_real_share: needs data.synth_online=true and data.synth_real=PATH (an LMDB or a "
+                          "folder with gt.txt)")
+    for name in REAL_EFFECTS:
+        if getattr(data, name) > 0 and not data.real_sources():
+            raise ConfigError(f"data.{name}: changes the real crops of data.synth_real; set data.synth_real and "
+                              f"data.synth_real_share too (with data.synth_online=true)")
 
 
 def dump_config(cfg: Config) -> str:

@@ -58,6 +58,8 @@ prepare_en() {
   fetch_latin
   "$PY" -m crnn.data.en_dev  # the real development set (issue 44) into data/en_dev, from ../shared, once
   "$PY" -m crnn.data.en_dev --trainable data/en_real_train  # the real crops it may train on (data.synth_real)
+  # and ICDAR 2015's, ic15_train IMG/word_1-4000 (issue 60): a second real source, data.synth_real=[a,b]
+  "$PY" -m crnn.data.en_dev --trainable data/ic15_real_train --source ic15_train
 }
 
 report_zh() {

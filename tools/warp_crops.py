@@ -14,58 +14,16 @@ from __future__ import annotations
 
 import argparse
 import io
-import math
 import random
 import sys
 from pathlib import Path
-
-import numpy as np
-from PIL import Image
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from crnn.data.datasets import DatasetError, open_dataset  # noqa: E402
 from crnn.data.lmdb_io import write_lmdb  # noqa: E402
-from crnn.data.synth import _perspective_coeffs  # noqa: E402
-
-
-def border_colour(arr: np.ndarray) -> tuple[int, ...]:
-    """Mean colour of the outermost pixels of an (H, W, 3) image."""
-    edge = np.concatenate([arr[0], arr[-1], arr[:, 0], arr[:, -1]])
-    return tuple(int(v) for v in edge.mean(axis=0))
-
-
-def perspective(img: Image.Image, rng: random.Random) -> Image.Image:
-    """One end of the word farther away (shorter), then a small rotation; the output holds the whole quad."""
-    w, h = img.size
-    src = np.array([[0, 0], [w, 0], [w, h], [0, h]], float)
-    pts = src - [w / 2, h / 2]
-    far = rng.uniform(0.55, 0.8)
-    rows = [1, 2] if rng.random() < 0.5 else [0, 3]  # the right or the left end is far
-    pts[rows, 1] *= far
-    pts[:, 0] *= rng.uniform(0.8, 1.0)
-    ang = math.radians(rng.uniform(-8, 8))
-    c, s = math.cos(ang), math.sin(ang)
-    pts = pts @ np.array([[c, -s], [s, c]]).T
-    pts = pts - pts.min(axis=0)
-    size = (max(2, int(math.ceil(pts[:, 0].max()))), max(2, int(math.ceil(pts[:, 1].max()))))
-    fill = border_colour(np.asarray(img))
-    return img.transform(size, Image.Transform.PERSPECTIVE, _perspective_coeffs(src, pts),
-                         Image.Resampling.BICUBIC, fillcolor=fill)
-
-
-def curve(img: Image.Image, rng: random.Random) -> Image.Image:
-    """Shift every column onto an arc (up or down) 30-60 % of the height deep."""
-    arr = np.asarray(img)
-    h, w = arr.shape[:2]
-    x = np.linspace(-1.0, 1.0, w)
-    shift = h * rng.uniform(0.3, 0.6) * x ** 2 * rng.choice([-1, 1])
-    shift = np.round(shift - shift.min()).astype(int)
-    out = np.empty((h + int(shift.max()), w, 3), arr.dtype)
-    out[:] = border_colour(arr)
-    out[np.arange(h)[:, None] + shift[None, :], np.arange(w)[None, :]] = arr
-    return Image.fromarray(out)
+from crnn.data.real_augment import curve, perspective  # noqa: E402  (real crops in training use them too)
 
 
 MODES = {"perspective": perspective, "curve": curve}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torch.utils.data import DataLoader
 
@@ -21,6 +22,9 @@ from crnn.config import Config
 from crnn.data.datasets import DataError, DatasetError
 from crnn.data.loader import TrainLoader, build_eval_loader, build_train_loader, preprocess_options, read_options
 from crnn.data.rehearsal import generate_base_style, training_sources
+
+if TYPE_CHECKING:
+    from crnn.data.online import RealMix
 
 log = logging.getLogger("crnn")
 
@@ -51,6 +55,11 @@ def check(cfg: Config) -> None:
         raise DataError(f"data.rehearsal={d.rehearsal} is not read when data.synth_online renders every batch: set "
                         f"data.rehearsal= (empty), or mix that set into the rendered lines with "
                         f"data.synth_real={d.rehearsal} data.synth_real_share={d.rehearsal_ratio:g}")
+    for path, _ in d.real_sources() if d.synth_online else []:
+        if not Path(path).exists():
+            raise DataError(f"data.synth_real: {path}: no such file or directory; build the real crops that may be "
+                            f"trained on there (python -m crnn.data.en_dev --trainable {path} [--source ic15_train]) "
+                            "or correct the path")
 
 
 def prepare(cfg: Config, *, progress: bool, start: Config | None = None) -> None:
@@ -96,7 +105,8 @@ def build(cfg: Config, charset: Charset, *, rank: int = 0, world_size: int = 1) 
     val = _eval_loaders("data.val", d.val, read_geom, d.batch_size, rank, world_size)
     base_val = _eval_loaders("train.base_val", cfg.train.base_val, read_geom, d.batch_size, rank, world_size)
     fonts = getattr(train.loader.dataset, "fonts", None) if d.synth_online else None
-    return Feed(train, val, base_val, describe_training(cfg), fonts)
+    real = getattr(train.loader.dataset, "real", None) if d.synth_online else None
+    return Feed(train, val, base_val, describe_training(cfg, real), fonts)
 
 
 def _eval_loaders(key: str, paths: list[str], geom: dict, batch_size: int, rank: int,
@@ -118,6 +128,7 @@ def _eval_loaders(key: str, paths: list[str], geom: dict, batch_size: int, rank:
 def _online_loader(cfg: Config, charset: Charset, geom: dict, rank: int, world_size: int) -> TrainLoader:
     """data.synth_online: batches rendered by the loader's workers (:mod:`crnn.data.online`)."""
     from crnn.data.loader import build_online_loader
+    from crnn.data.real_augment import RealAugment
     from crnn.data.synth import NoFontsError, synth_options
 
     d = cfg.data
@@ -126,15 +137,18 @@ def _online_loader(cfg: Config, charset: Charset, geom: dict, rank: int, world_s
                                    num_workers=d.num_workers, augment=d.augment, seed=d.synth_seed,
                                    batches_per_epoch=max(1, d.synth_num // (d.batch_size * world_size)),
                                    rank=rank, world_size=world_size, pool=d.synth_pool,
-                                   real=d.synth_real, real_share=d.synth_real_share)
+                                   real=d.real_sources(), real_augment=RealAugment.from_data(d))
     except (ValueError, NoFontsError) as e:
         raise DataError(f"data.synth_online: {e}") from None
 
 
-def describe_training(cfg: Config) -> str:
-    """One line on where the training batches come from (``data.train: a 45 %, b 45 %, rehearsal r 10 %``)."""
+def describe_training(cfg: Config, real: RealMix | None = None) -> str:
+    """One line on where the training batches come from (``data.train: a 45 %, b 45 %, rehearsal r 10 %``);
+    rendered batches name their real crops' sources and shares, with each source's crops where ``real`` (the
+    loader's :class:`~crnn.data.online.RealMix`) is given, and the effects that change them."""
     if cfg.data.synth_online:
-        return "data.synth_online: every training batch is rendered on the fly; data.train is not read"
+        return "data.synth_online: every training batch is rendered on the fly; data.train is not read" + \
+            _describe_real(cfg, real)
     sources = training_sources(cfg)
     if all(s.get("ratio") is None for s in sources):
         together = " (shuffled together)" if len(sources) > 1 else ""
@@ -144,3 +158,19 @@ def describe_training(cfg: Config) -> str:
              f"{100 * float(s['ratio']) / total:.0f} %" for s in sources]
     return f"data.train: {', '.join(parts)} of every batch"
 
+
+
+def _describe_real(cfg: Config, real: RealMix | None) -> str:
+    """``; real crops in 15 % of samples: a 5 % (1,000 crops), b 10 % (3,996 crops), changed by blur 0.2`` ("" with
+    none)."""
+    sources = cfg.data.real_sources()
+    if not sources:
+        return ""
+    from crnn.data.real_augment import RealAugment
+
+    counts = real.counts() if real is not None else [None] * len(sources)
+    parts = [f"{path} {100 * share:g} %" + (f" ({n:,} crops)" if n is not None else "")
+             for (path, share), n in zip(sources, counts)]
+    effects = RealAugment.from_data(cfg.data).describe()
+    return (f"; real crops in {100 * sum(s for _, s in sources):g} % of samples: {', '.join(parts)}"
+            + (f", changed by {effects}" if effects else ""))

@@ -158,11 +158,12 @@ def build_online_loader(opts: Any, charset: Charset, *, height: int, width: int,
                         channels: int, batch_size: int, num_workers: int, augment: bool, seed: int,
                         batches_per_epoch: int, rank: int = 0, world_size: int = 1, interpolation: str = "bilinear",
                         mean: float = 0.5, std: float = 0.5, pad: str = "batch", pool: int = 1,
-                        min_width: int = 8, width_step: int = 1, real: str = "",
-                        real_share: float = 0.0) -> TrainLoader:
+                        min_width: int = 8, width_step: int = 1, real: Sequence[tuple[str, float]] = (),
+                        real_augment: Any = None) -> TrainLoader:
     """Training loader whose workers render every batch on the fly (:mod:`crnn.data.online`): ``opts`` is the
     generator's SynthOptions, ``seed`` its seed; ``pool`` batches at a time are regrouped by line width; rank ``r``
-    of ``world_size`` takes every ``world_size``-th pool."""
+    of ``world_size`` takes every ``world_size``-th pool. ``real``: ``(path, share)`` of each real-crop source mixed
+    in (lightly augmented, and by ``real_augment``, a :class:`~crnn.data.real_augment.RealAugment`, before that)."""
     from crnn.data.online import OnlineBatchSampler, SynthBatches, identity
 
     transform = make_transform(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
@@ -170,18 +171,13 @@ def build_online_loader(opts: Any, charset: Charset, *, height: int, width: int,
                                pad=pad, min_width=min_width, width_step=width_step)
     collate = make_collate(charset, height=height, width=width, keep_ratio=keep_ratio, channels=channels, pad=pad)
     per_epoch = max(pool, batches_per_epoch - batches_per_epoch % pool)
-    real_set = None
-    if real and real_share > 0:  # real crops mixed in, lightly augmented, labels checked against the alphabet
+    real_mix = None
+    if any(share > 0 for _, share in real):  # real crops, lightly augmented, labels checked against the alphabet
         real_tf = make_transform(height=height, width=width, keep_ratio=keep_ratio, max_width=max_width,
                                  channels=channels, augment=True, interpolation=interpolation, mean=mean, std=std,
                                  pad=pad, min_width=min_width, width_step=width_step)
-        real_set = open_dataset(real, charset=charset, max_label_length=opts.max_len, transform=real_tf)
-        if len(real_set) == 0:
-            raise ValueError(f"{real}: no sample fits the alphabet and max_label_length; check its labels")
-        log.info("train data: %.0f %% of samples are real crops from %s (%d usable)", 100 * real_share, real,
-                 len(real_set))
-    dataset = SynthBatches(opts, batch_size, seed, transform, collate, per_epoch, pool=pool, real=real_set,
-                           real_share=real_share)
+        real_mix = open_real_mix(real, charset, opts.max_len, seed, real_tf, real_augment)
+    dataset = SynthBatches(opts, batch_size, seed, transform, collate, per_epoch, pool=pool, real=real_mix)
     sampler = SkippableSampler(OnlineBatchSampler(per_epoch // pool, rank, world_size))
     loader = DataLoader(dataset, batch_size=None, sampler=sampler, collate_fn=identity, num_workers=num_workers,
                         pin_memory=torch.cuda.is_available(), persistent_workers=num_workers > 0,
@@ -191,6 +187,20 @@ def build_online_loader(opts: Any, charset: Charset, *, height: int, width: int,
              "per epoch on rank %d, new text every epoch", opts.charset, seed, batch_size,
              f", regrouped by width {pool} batches at a time" if pool > 1 else "", per_epoch, rank)
     return PooledTrainLoader(loader, sampler, pool)
+
+
+def open_real_mix(real: Sequence[tuple[str, float]], charset: Charset, max_label_length: int, seed: int,
+                  transform: Any, augment: Any = None) -> Any:
+    """The :class:`~crnn.data.online.RealMix` of the ``(path, share)`` sources with a share, their labels checked
+    against the alphabet; ValueError naming a source of which no crop is left."""
+    from crnn.data.online import RealMix
+
+    real = [(path, share) for path, share in real if share > 0]
+    sets = [open_dataset(path, charset=charset, max_label_length=max_label_length) for path, _ in real]
+    for (path, _), part in zip(real, sets):
+        if len(part) == 0:
+            raise ValueError(f"{path}: no sample fits the alphabet and max_label_length; check its labels")
+    return RealMix(sets, [share for _, share in real], seed, transform=transform, augment=augment)
 
 
 def build_eval_loader(path: str, *, height: int, width: int, keep_ratio: bool, max_width: int, channels: int,

@@ -25,10 +25,11 @@ from torch.utils.data import Dataset, Sampler
 
 from crnn.data.collate import Batch
 from crnn.data.lines import line_length
+from crnn.data.real_augment import RealAugment
 from crnn.data.synth import SynthOptions, check_options, find_fonts, make_sample
 from crnn.data.words import text_mode
 
-__all__ = ["SynthBatches", "OnlineBatchSampler"]
+__all__ = ["SynthBatches", "RealMix", "OnlineBatchSampler"]
 
 
 class SynthBatches:
@@ -44,20 +45,24 @@ class SynthBatches:
     ``real`` (a data set of transformed ``(image, label)`` pairs, e.g. real crops with light augmentation) and
     ``real_share``: that share of samples is a real crop instead, which one and where decided by the seed and the
     sample's index alone (the same batch on any worker, rank or resume); 0 renders exactly what it rendered before.
+    Several sources, each with its share: ``real`` a :class:`RealMix` (``real_share`` unused).
     """
 
     def __init__(self, opts: SynthOptions, batch_size: int, seed: int, transform: Callable[[Image.Image], Any],
                  collate: Callable[[list], Batch], batches_per_epoch: int, fonts: Sequence[str] | None = None,
-                 pool: int = 1, real: Dataset | None = None, real_share: float = 0.0) -> None:
+                 pool: int = 1, real: Dataset | RealMix | None = None, real_share: float = 0.0) -> None:
         if batch_size < 1 or batches_per_epoch < 1 or pool < 1:
             raise ValueError(f"batch_size, batches_per_epoch and pool must be >= 1, got {batch_size}, "
                              f"{batches_per_epoch}, {pool}")
-        if not 0.0 <= real_share <= 1.0 or (real_share > 0 and not real):
-            raise ValueError(f"real_share must be within 0..1 and needs a non-empty real data set, got {real_share}")
+        if not isinstance(real, RealMix):
+            if not 0.0 <= real_share <= 1.0 or (real_share > 0 and not real):
+                raise ValueError(f"real_share must be within 0..1 and needs a non-empty real data set, got "
+                                 f"{real_share}")
+            real = RealMix([real], [real_share], seed) if real_share > 0 else None
         self.opts, self.batch_size, self.seed, self.pool = opts, batch_size, seed, pool
         self.transform, self.collate = transform, collate
         self.batches_per_epoch = batches_per_epoch
-        self.real, self.real_share = real, real_share
+        self.real = real
         self.fonts = tuple(fonts) if fonts else tuple(find_fonts(None, opts.split))
         check_options(opts, self.fonts)  # a missing font or word list fails here, not in a worker
 
@@ -78,11 +83,10 @@ class SynthBatches:
         first = b * self.batch_size
         items = []
         for i in range(first, first + self.batch_size):
-            if self.real_share and self.real is not None:
-                pick = random.Random(f"{self.seed}/real/{i}")
-                if pick.random() < self.real_share:  # a real crop (already transformed by its data set) instead
-                    items.append(self.real[pick.randrange(len(self.real))])
-                    continue
+            real = self.real.draw(i) if self.real is not None else None
+            if real is not None:  # a real crop instead
+                items.append(real)
+                continue
             data, label = make_sample(i, self.seed, self.fonts, opts)
             items.append((self.transform(Image.open(io.BytesIO(data)).convert("RGB")), label))
         return items
@@ -96,6 +100,46 @@ class SynthBatches:
         chunks = [items[i:i + self.batch_size] for i in range(0, len(items), self.batch_size)]
         random.Random(f"{self.seed}/pool/{g}").shuffle(chunks)  # not narrowest to widest in turn
         return [self.collate(c) for c in chunks]
+
+
+class RealMix:
+    """Real crops mixed into rendered batches: source ``k`` (a data set of ``(image, label)`` pairs) replaces
+    ``shares[k]`` of the samples. Sample ``i`` draws from ``random.Random(f"{seed}/real/{i}")``: one number, which
+    falls in a source's share (the shares laid end to end from 0) or past them all (rendered), then the crop of that
+    source; with one source exactly the draws of a single ``real_share``. ``augment`` (a
+    :class:`~crnn.data.real_augment.RealAugment`) changes the picked crop, its draws keyed by the same seed and
+    index, before ``transform``; without them the data sets' own transforms are the whole of it."""
+
+    def __init__(self, sources: Sequence[Dataset], shares: Sequence[float], seed: int,
+                 transform: Callable[[Image.Image], Any] | None = None,
+                 augment: RealAugment | None = None) -> None:
+        if len(sources) != len(shares) or not all(0 <= s <= 1 for s in shares) or sum(shares) > 1 + 1e-9:
+            raise ValueError(f"one share within 0..1 per real source, adding up to at most 1, got {list(shares)} "
+                             f"for {len(sources)} source(s)")
+        empty = [k for k, (src, share) in enumerate(zip(sources, shares)) if share > 0 and not src]
+        if empty:
+            raise ValueError(f"real source {empty[0]} is empty; a source with a share needs crops")
+        self.sources, self.shares, self.seed = list(sources), [float(s) for s in shares], seed
+        self.transform, self.augment = transform, augment if augment else None
+
+    def counts(self) -> list[int]:
+        """The number of crops of each source."""
+        return [len(src) for src in self.sources]
+
+    def draw(self, i: int) -> tuple[Any, str] | None:
+        """Sample ``i``'s real crop, transformed (None: sample ``i`` is rendered)."""
+        pick = random.Random(f"{self.seed}/real/{i}")
+        u, edge = pick.random(), 0.0
+        for src, share in zip(self.sources, self.shares):
+            edge += share
+            if u < edge:
+                img, label = src[pick.randrange(len(src))]
+                if img is not None and self.augment is not None:
+                    img = self.augment(img, label, f"{self.seed}/real/{i}")
+                if img is not None and self.transform is not None:
+                    img = self.transform(img)
+                return img, label
+        return None
 
 
 class OnlineBatchSampler(Sampler[int]):

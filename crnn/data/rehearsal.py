@@ -94,10 +94,10 @@ def generate_base_style(cfg: Config, progress: bool, start: Config | None = None
     for path, num, seed, style in jobs:
         opts = start_opts if style == "base" else base_style_options(cfg, style)
         if style == "base":
-            real = start.data.synth_real if start.data.synth_real_share > 0 else ""
+            real = ", ".join(f"{share:.0%} from {p}" for p, share in start.data.real_sources())
             log.info("generating %d synthetic samples into %s (seed %d) as %s was trained: %s%s", num, path, seed,
-                     cfg.train.init_weights, describe_options(opts), f" (not the real crops it also trained on: "
-                     f"{start.data.synth_real_share:.0%} from {real})" if real else "")
+                     cfg.train.init_weights, describe_options(opts),
+                     f" (not the real crops it also trained on: {real})" if real else "")
         else:
             log.info("generating %d synthetic base-style words into %s (seed %d%s)", num, path, seed,
                      "" if style == "default" else f", style {style}")
