@@ -507,7 +507,7 @@ def _check_real(data: DataConfig) -> None:
     than 1, no path empty or twice; a share or an effect needs the online generator and a path."""
     paths, shares = _real_lists(data)
     several = len(paths) > 1 or len(shares) > 1
-    if len(paths) != len(shares):
+    if len(paths) != len(shares) and (paths or any(shares)):  # data.synth_real=[] alone: no real crops
         raise ConfigError(f"data.synth_real_share: give one share per data.synth_real path ({len(paths)} path(s), "
                           f"{len(shares)} share(s)), e.g. data.synth_real=[a,b] data.synth_real_share=[0.05,0.1]")
     for p, share in zip(paths, shares):

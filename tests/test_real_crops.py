@@ -58,6 +58,7 @@ def test_one_path_and_one_share_read_as_before_and_lists_as_sources():
     assert load_config(None, [*ONLINE, "data.synth_real=2024", "data.synth_real_share=0.1"]).data.synth_real == "2024"
     assert load_config(None, [*ONLINE, "data.synth_real=[r/a, r/b]", "data.synth_real_share=[0, 0.1]"]
                        ).data.real_sources() == [("r/b", 0.1)]
+    assert load_config(None, [*ONLINE, "data.synth_real=[]"]).data.real_sources() == []
 
 
 @pytest.mark.parametrize("overrides,message", [
