@@ -205,15 +205,15 @@ class CRNN(nn.Module):
         self.hidden = hidden or spec.hidden
         self.batch_norm = batch_norm
         self.cnn_width, self.res_blocks = float(cnn_width), int(res_blocks)
-        if (self.cnn_width, self.res_blocks) == (1.0, 0):
-            self.cnn, feat = spec.backbone(in_channels, batch_norm), spec.feat_channels
-        elif spec.vgg is None or self.cnn_width <= 0 or self.res_blocks < 0:
-            raise ValueError(f"model.cnn_width ({cnn_width:g}, > 0) and model.res_blocks ({res_blocks}, >= 0) "
-                             f"apply to the VGG variants ({', '.join(k for k, v in VARIANTS.items() if v.vgg)}), "
-                             f"not {variant!r}" if spec.vgg is None else
-                             f"model.cnn_width must be > 0 and model.res_blocks >= 0, got {cnn_width:g} and "
+        if self.cnn_width <= 0 or self.res_blocks < 0:
+            raise ValueError(f"model.cnn_width must be > 0 and model.res_blocks >= 0, got {cnn_width:g} and "
                              f"{res_blocks}")
-        else:
+        if spec.vgg is None:
+            if (self.cnn_width, self.res_blocks) != (1.0, 0):
+                raise ValueError(f"model.cnn_width and model.res_blocks apply to the VGG variants "
+                                 f"({', '.join(k for k, v in VARIANTS.items() if v.vgg)}), not {variant!r}")
+            self.cnn, feat = spec.backbone(in_channels, batch_norm), spec.feat_channels
+        else:  # the VGG family from its widths (at cnn_width 1 and no blocks: the variant's own layers, key for key)
             widths = scaled_widths(spec.vgg.channels, self.cnn_width)
             self.cnn = vgg_backbone(in_channels, widths, batch_norm, spec.stride8, self.res_blocks)
             feat = widths[-1]
