@@ -148,7 +148,7 @@ run() {  # OUT VALS [overrides...]: one arm, unless its curve already has the la
       "$start" "$(hash16 "$start")" "$here" "${cmd[*]}" > "$out/probe.record"
   fi
   printf '%s\ncpu %s\n' "$want" "$here" > "$out/probe.pending"
-  echo "lever_probe: $out (${HOURS:+$HOURS CPU-hours}${HOURS:-$STEPS steps}): log in $out/train.log"
+  echo "lever_probe: $out (${HOURS:+$HOURS CPU-hours}$([ -n "$HOURS" ] || echo "$STEPS steps")): log in $out/train.log"
   if ! "${cmd[@]}" "${resume[@]}" >> "$out/train.log" 2>&1 || ! finished "$out" "${vals##*,}"; then
     echo "lever_probe: $out stopped before its end; see $out/train.log (run the probe again to resume it)" >&2
     exit 1
