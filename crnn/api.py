@@ -179,7 +179,8 @@ class Recognizer:
     def __init__(self, weights: str | os.PathLike | None = None, *, device: str = "auto", decoder: str | None = None,
                  beam_width: int = 10, lexicon: str | os.PathLike | Sequence[str] | None = None,
                  batch_size: int = 64, amp: str = "off", config: str | os.PathLike | None = None,
-                 charset: str | None = None, vertical: str = "warn") -> None:
+                 charset: str | None = None, vertical: str = "warn", width_step: int | None = None,
+                 width_scale: float | None = None) -> None:
         """Load ``weights``: a checkpoint path or a shipped model's name (None or "en" = English words in printable
         ASCII with case, "en_alnum36" = English words as lower-case 0-9a-z at 32x100, "zh" = Chinese text lines;
         a path that exists wins over a name). The options are those of crnn-predict.
@@ -192,7 +193,10 @@ class Recognizer:
         least twice as tall as wide (vertical text?): warn (read them as they are, with a VerticalWarning), stack
         (lay their stacked characters side by side, top first, then read: Chinese and Japanese signs), rotate (a
         quarter turn each way: text running down or up, as on book spines), auto (all of those; the most confident
-        reading wins), off (read them as they are).
+        reading wins), off (read them as they are). ``width_step`` / ``width_scale`` (keep-ratio models; None: the
+        checkpoint's own ``data.width_step`` / ``data.read_width_scale``): round each resized width to a multiple of
+        ``width_step`` pixels, and multiply it by ``width_scale`` (more time steps per character than in training);
+        InferenceError (a ValueError) for a width_step that is no whole number >= 1 or a width_scale not above 0.
         """
         from crnn.engine.checkpoint import load_checkpoint
         from crnn.infer import Recognizer as Engine
@@ -210,16 +214,18 @@ class Recognizer:
         self._engine = Engine.from_checkpoint(
             ckpt, device, amp, config=fallback_config, charset=fallback_charset,
             decoder=decoder or ("beam" if words is not None else "greedy"), beam_width=beam_width,
-            lexicon=words, batch_size=batch_size, vertical=vertical)
+            lexicon=words, batch_size=batch_size, vertical=vertical, width_step=width_step, width_scale=width_scale)
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike, *, device: str = "auto", decoder: str | None = None,
                         beam_width: int = 10, lexicon: str | os.PathLike | Sequence[str] | None = None,
                         batch_size: int = 64, amp: str = "off", config: str | os.PathLike | None = None,
-                        charset: str | None = None, vertical: str = "warn") -> "Recognizer":
+                        charset: str | None = None, vertical: str = "warn", width_step: int | None = None,
+                        width_scale: float | None = None) -> "Recognizer":
         """A Recognizer for any checkpoint this product reads (e.g. ``runs/x/best.pt``); options as in __init__."""
         return cls(path, device=device, decoder=decoder, beam_width=beam_width, lexicon=lexicon,
-                   batch_size=batch_size, amp=amp, config=config, charset=charset, vertical=vertical)
+                   batch_size=batch_size, amp=amp, config=config, charset=charset, vertical=vertical,
+                   width_step=width_step, width_scale=width_scale)
 
     @property
     def device(self) -> torch.device:
@@ -230,6 +236,16 @@ class Recognizer:
     def amp(self) -> str:
         """The precision it reads in: off, bf16 or fp16 (``amp="auto"`` resolved on this machine)."""
         return self._engine.amp
+
+    @property
+    def width_step(self) -> int:
+        """Resized widths are rounded to a multiple of this many pixels (1: not rounded; keep-ratio models)."""
+        return self._engine.transform.width_step
+
+    @property
+    def width_scale(self) -> float:
+        """Resized widths are multiplied by this (1: the trained widths; keep-ratio models)."""
+        return self._engine.transform.width_scale
 
     def __repr__(self) -> str:
         return (f"Recognizer(weights={str(self.weights)!r}, device={str(self.device)!r}, "

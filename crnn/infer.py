@@ -19,7 +19,8 @@ import re
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from numbers import Integral, Real
 from pathlib import Path
 from typing import TextIO
 
@@ -42,7 +43,7 @@ __all__ = ["Recognizer", "Prediction", "InferenceError", "ImageReadError", "AMP_
            "fallback_spec", "read_lexicon", "WEIGHTS_BY_NAME", "WEIGHTS_READS", "weights_folder", "resolve_weights",
            "shipped_names_help", "INFER_MAX_WIDTH", "SqueezeWarning", "VerticalWarning", "PrecisionWarning",
            "VerticalCandidates", "FallbackWeightsWarning", "find_images", "expand_inputs", "EMPTY_IMAGE",
-           "UNRECOGNISED_IMAGE"]
+           "UNRECOGNISED_IMAGE", "reading_geometry"]
 
 # reading precision: off (float32) | auto (bf16 where measured faster here) | bf16 (on a CPU: the weights held in
 # bfloat16; on CUDA: autocast) | fp16 (CUDA autocast)
@@ -298,6 +299,27 @@ def expand_inputs(items: Iterable[str], stdin: TextIO | None = None) -> list[str
     return paths
 
 
+def reading_geometry(config: Config, width_step: int | None = None, width_scale: float | None = None) -> Config:
+    """``config`` with ``data.width_step`` / ``data.read_width_scale`` replaced for reading (None keeps the
+    checkpoint's own; a copy where one changes). InferenceError for a width_step that is no whole number >= 1, a
+    width_scale not above 0, or either changing the widths of a model that reads at a fixed width."""
+    if width_step is not None and (isinstance(width_step, bool) or not isinstance(width_step, Integral)
+                                   or width_step < 1):
+        raise InferenceError(f"width_step must be a whole number of pixels >= 1 (1: off), got {width_step!r}")
+    if width_scale is not None and (isinstance(width_scale, bool) or not isinstance(width_scale, Real)
+                                    or not 0 < width_scale < float("inf")):
+        raise InferenceError(f"width_scale must be a number above 0 (1: the trained widths), got {width_scale!r}")
+    d = config.data
+    step = d.width_step if width_step is None else int(width_step)
+    scale = d.read_width_scale if width_scale is None else float(width_scale)
+    if (step, scale) == (d.width_step, d.read_width_scale):
+        return config
+    if (step != 1 or scale != 1) and not (d.keep_ratio and d.pad == "batch"):
+        raise InferenceError("width_step and width_scale change keep-ratio widths; this model reads every crop at "
+                             f"{d.width} px (data.keep_ratio false or data.pad {d.pad}): leave them out")
+    return replace(config, data=replace(d, width_step=step, read_width_scale=scale))
+
+
 def width_batches(widths: Sequence[int], batch_size: int) -> list[list[int]]:
     """Indices grouped by equal width (ascending), each group cut into batches of at most ``batch_size``."""
     groups: dict[int, list[int]] = {}
@@ -311,13 +333,17 @@ class Recognizer:
     """A CRNN in eval mode plus its charset and preprocessing; batched, ``inference_mode`` prediction.
 
     ``max_width``: a keep-ratio model reads a line at its own resized width up to this many pixels (at least the
-    trained ``data.max_width``); wider lines are squeezed to it with a :class:`SqueezeWarning`.
+    trained ``data.max_width``); wider lines are squeezed to it with a :class:`SqueezeWarning`. ``width_step`` /
+    ``width_scale`` (None: the checkpoint's own) override ``data.width_step`` / ``data.read_width_scale`` for this
+    reader: :func:`reading_geometry`.
     """
 
     def __init__(self, model: CRNN, charset: Charset, config: Config, device: torch.device | str = "cpu", *,
                  amp: str = "off", decoder: str = "greedy", beam_width: int = 10,
                  lexicon: Sequence[str] | None = None, batch_size: int = 64,
-                 max_width: int = INFER_MAX_WIDTH, vertical: str = "warn") -> None:
+                 max_width: int = INFER_MAX_WIDTH, vertical: str = "warn", width_step: int | None = None,
+                 width_scale: float | None = None) -> None:
+        config = reading_geometry(config, width_step, width_scale)
         if amp not in AMP_MODES:
             raise InferenceError(f"amp must be one of {', '.join(AMP_MODES)}, got {amp!r}")
         if decoder not in DECODE_METHODS:
@@ -424,6 +450,11 @@ class Recognizer:
     def predict_tensors(self, tensors: Sequence[torch.Tensor]) -> list[tuple[str, float]]:
         """Preprocessed ``[C, H, W]`` tensors -> (text, confidence) in input order, batched by width; of a
         :class:`VerticalCandidates`, the most confident reading (the first of equals)."""
+        return [reading for _, reading in self.predict_chosen(tensors)]
+
+    def predict_chosen(self, tensors: Sequence[torch.Tensor]) -> list[tuple[torch.Tensor, tuple[str, float]]]:
+        """:meth:`predict_tensors` with the tensor each reading came from: of a :class:`VerticalCandidates`, the
+        candidate whose reading was kept (crnn-eval --vertical reads that one in its batches)."""
         flat = [(i, t) for i, item in enumerate(tensors)
                 for t in (item if isinstance(item, VerticalCandidates) else (item,))]
         res: list[tuple[str, float] | None] = [None] * len(flat)
@@ -431,10 +462,10 @@ class Recognizer:
             batch = torch.stack([flat[j][1] for j in idx])  # (B, C, H, W)
             for j, r in zip(idx, self.forward_batch(batch)):
                 res[j] = r
-        out: list[tuple[str, float] | None] = [None] * len(tensors)
-        for (i, _), r in zip(flat, res):
-            if out[i] is None or r[1] > out[i][1]:  # type: ignore[index]
-                out[i] = r
+        out: list[tuple[torch.Tensor, tuple[str, float]] | None] = [None] * len(tensors)
+        for (i, t), r in zip(flat, res):
+            if out[i] is None or r[1] > out[i][1][1]:  # type: ignore[index]
+                out[i] = (t, r)  # type: ignore[assignment]
         return out  # type: ignore[return-value]
 
     def predict_images(self, images: Sequence[Image.Image]) -> list[tuple[str, float]]:

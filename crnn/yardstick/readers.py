@@ -61,31 +61,31 @@ def safe_read(reader: Reader, image) -> tuple[str, str]:
 
 
 def ours(weights: str, amp: str = "off", *, width_step: int | None = None, width_scale: float | None = None,
-         device: str = "cpu") -> Reader:
+         device: str = "cpu", vertical: str = "warn") -> Reader:
     """One of our checkpoints (a shipped name or a path) through ``crnn.Recognizer(weights, amp=amp).read(image)``.
 
     The name is ``weights``, with what differs from the checkpoint's own reading in brackets (``zh (bf16)``,
     ``zh (width_step 1)``; amp auto names what it resolved to here). ``width_step`` / ``width_scale`` override the
-    checkpoint's ``data.width_step`` / ``data.read_width_scale``; ``device`` as crnn.Recognizer takes it (the
-    yardsticks time on the CPU). OSError / ValueError for a missing or bad file.
+    checkpoint's ``data.width_step`` / ``data.read_width_scale``; ``device`` and ``vertical`` (tall crops) as
+    crnn.Recognizer takes them (the yardsticks time on the CPU). OSError / ValueError for a missing or bad file.
     """
     import crnn
 
-    rec = crnn.Recognizer(weights, device=device, amp=amp)
+    rec = crnn.Recognizer(weights, device=device, amp=amp, vertical=vertical, width_step=width_step,
+                          width_scale=width_scale)
     given = []
-    engine = rec._engine  # crnn.Recognizer has no option for the reading geometry (yet): set it on its engine
     if width_step is not None:
-        engine.config.data.width_step = engine.transform.width_step = width_step
         given.append(f"width_step {width_step}")
     if width_scale is not None:
-        engine.config.data.read_width_scale = engine.transform.width_scale = width_scale
         given.append(f"width_scale {width_scale:g}")
     if amp == "auto":
         given.append(f"auto: {rec.amp}")
     elif amp != "off":
         given.append(amp)
+    if vertical != "warn":
+        given.append(f"vertical {vertical}")
     name = f"{weights} ({', '.join(given)})" if given else str(weights)
-    geometry = f"width_step {engine.transform.width_step}, widths x {engine.transform.width_scale:g}"
+    geometry = f"width_step {rec.width_step}, widths x {rec.width_scale:g}"
     return Reader(name, lambda image: rec.read(image).text,
                   f"crnn.Recognizer(weights, amp='{amp}').read(image): one crop per call ({geometry})",
                   read_many=lambda images: [r.text for r in rec.read(list(images))],
