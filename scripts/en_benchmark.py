@@ -1,16 +1,20 @@
 """The English word yardstick (issue 44): our model(s) next to EasyOCR's english_g2, PP-OCRv4's and PP-OCRv6 small's
 recognisers on the same real crops, one crop per call, in one run.
 
-    python scripts/en_benchmark.py                                    # weights en on the real development set
+    python scripts/en_benchmark.py                                    # weights en on both development sets
     python scripts/en_benchmark.py --weights en --weights runs/en/best.pt --markdown card.md --json > en.json
     python scripts/en_benchmark.py --weights en --bf16 en              # ...and read in bf16 weights, a row of its own
+    python scripts/en_benchmark.py --weights en --vertical-auto en --data ic15_dev   # tall crops also read turned
     python scripts/en_benchmark.py --data mine=path/to/folder --no-peers   # any folder with gt.txt, or an LMDB
     python scripts/en_benchmark.py --num 50 --work /tmp/eb              # a quick look
-    python scripts/en_benchmark.py --build-dev                           # only build data/en_dev (for training)
+    python scripts/en_benchmark.py --build-dev                 # only build data/en_dev and data/ic15_dev (for training)
 
-The sets: the real development set (``data/en_dev``, built from the shared crops on first use: see
-:mod:`crnn.data.en_dev`) unless ``--data NAME=PATH`` names others (a folder with ``gt.txt``, an LMDB or a folder of
-LMDBs, whose images are written once under ``--work``, their bytes as stored, so that every tool reads files).
+The sets: the real development sets, ``en_dev`` (``data/en_dev``, issue 44) and ``ic15_dev`` (``data/ic15_dev``, the
+ICDAR 2015 block of issue 60), each built from the shared crops on first use (:mod:`crnn.data.en_dev`), unless
+``--data`` names others: ``NAME=PATH`` for a folder with ``gt.txt``, an LMDB or a folder of LMDBs (whose images are
+written once under ``--work``, their bytes as stored, so that every tool reads files), or a development set's name
+alone (``--data ic15_dev``). A development set's own folder (``--data ic15_dev=data/ic15_dev``) is built there when
+missing, as by default.
 
 Scores are crnn's metrics (:mod:`crnn.metrics`) under two protocols: ``alnum-insensitive`` (lower case, only 0-9a-z
 kept: the 36-class figure of the IIIT5K / SVT literature) and ``exact`` (case-sensitive, punctuation and spaces kept:
@@ -57,7 +61,6 @@ from crnn.yardstick.run import (  # noqa: E402,F401  (slug: the readings file of
 from crnn.yardstick.run import score as harness_score  # noqa: E402
 
 PROTOCOLS = ("alnum-insensitive", "exact")  # the 36-class figure first, then case-sensitive with punctuation
-DEV = "en_dev"
 
 
 # ----------------------------------------------------------------------------- the sets
@@ -102,21 +105,34 @@ def export_lmdb(path: Path, out: Path) -> Path:
     return out
 
 
-def resolve_sets(specs: list[str], work: Path) -> dict[str, Path]:
-    """NAME -> folder with gt.txt for each ``--data NAME=PATH`` (the development set when none is given).
-    ValueError naming the problem; DevSetError when the development set cannot be built."""
-    if not specs:
-        from crnn.data.en_dev import DEFAULT_OUT, build_en_dev
+def dev_folder(path: Path) -> Path | None:
+    """The development set built at ``path`` when it is one's own folder (data/en_dev, data/ic15_dev, from the
+    repository or the working directory), built there first when missing; None for any other folder. DevSetError
+    when it cannot be built."""
+    from crnn.data.en_dev import SETS, build_en_dev
 
-        return {DEV: build_en_dev(REPO / DEFAULT_OUT)}
+    for d in SETS.values():
+        if path.resolve() in ((REPO / d.out).resolve(), d.out.resolve()):
+            return build_en_dev(path, list_file=d.list_file)
+    return None
+
+
+def resolve_sets(specs: list[str], work: Path) -> dict[str, Path]:
+    """NAME -> folder with gt.txt for each ``--data NAME=PATH`` or development set's name (every development set when
+    none is given). ValueError naming the problem; DevSetError when a development set cannot be built."""
+    from crnn.data.en_dev import SETS
+
     out = {}
-    for spec in specs:
+    for spec in specs or list(SETS):
         name, eq, path = spec.partition("=")
-        if not eq or not name or not path or not re.fullmatch(r"[\w.-]+", name):
-            raise ValueError(f"--data takes NAME=PATH (NAME of letters, digits, _ . -), got {spec!r}")
+        if not eq and name in SETS:
+            path = str(REPO / SETS[name].out)
+        elif not eq or not name or not path or not re.fullmatch(r"[\w.-]+", name):
+            raise ValueError(f"--data takes NAME=PATH (NAME of letters, digits, _ . -) or a development set's name "
+                             f"({', '.join(SETS)}), got {spec!r}")
         if name in out:
             raise ValueError(f"--data: the name {name!r} is given twice")
-        folder = Path(path)
+        folder = dev_folder(Path(path)) or Path(path)
         if (folder / "gt.txt").is_file():
             out[name] = folder
         elif folder.is_dir() and any((Path(p) / "data.mdb").is_file() for p in _lmdbs(folder)):
@@ -189,9 +205,10 @@ def markdown(rows: list[dict], sets: dict[str, int], threads: int, load: float |
 
 # ----------------------------------------------------------------------------- main
 def makers(args: argparse.Namespace) -> list[tuple[str, Callable[[], Reader]]]:
-    """(row name, how to build its reader) for ours (float32, then --bf16) and the peers."""
+    """(row name, how to build its reader) for ours (float32, then --bf16, then --vertical-auto) and the peers."""
     out: list = [(w, lambda w=w: ours(w)) for w in args.weights or ["en"]]
     out += [(f"{w} (bf16)", lambda w=w: ours(w, "bf16")) for w in args.bf16]
+    out += [(f"{w} (vertical auto)", lambda w=w: ours(w, vertical="auto")) for w in args.vertical_auto]
     if not args.no_peers:
         out += [(EASYOCR, lambda: easyocr_en(args.threads)), (PPOCR4, lambda: ppocr_v4(args.threads)),
                 (PPOCR6, lambda: ppocr_v6(args.threads))]
@@ -205,9 +222,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bf16", action="append", default=[], metavar="NAME_OR_PATH",
                    help="also read this model with amp='bf16' (its weights held in bfloat16: faster on CPUs with "
                         "native bf16 kernels), a row of its own; repeatable")
+    p.add_argument("--vertical-auto", action="append", default=[], metavar="NAME_OR_PATH",
+                   help="also read this model with vertical='auto' (a crop at least twice as tall as wide is read with "
+                        "its stacked characters side by side and turned a quarter each way, the most confident "
+                        "reading kept), a row of its own; repeatable")
     p.add_argument("--data", action="append", default=[], metavar="NAME=PATH",
-                   help="a set: a folder with gt.txt, an LMDB or a folder of LMDBs; repeatable (default: the real "
-                        "development set, data/en_dev)")
+                   help="a set: a folder with gt.txt, an LMDB or a folder of LMDBs, or a development set's name "
+                        "alone (en_dev, ic15_dev: built when missing); repeatable (default: both real development "
+                        "sets, data/en_dev and data/ic15_dev)")
     p.add_argument("--num", type=int, default=None, help="only the first N crops of each set (default: all)")
     p.add_argument("--work", default=str(REPO / "data" / "en_bench"), help="readings and exported LMDB images")
     p.add_argument("--threads", type=int, default=2, help="torch / onnxruntime threads (default 2)")
@@ -222,8 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
     p.add_argument("--markdown", metavar="FILE", help="also write the table (markdown) to FILE")
     p.add_argument("--build-dev", "--build-only", dest="build_only", action="store_true",
-                   help="make the sets (the development set data/en_dev, exported LMDBs) and stop: training "
-                        "validates on data/en_dev (configs/shipped_en.yaml)")
+                   help="make the sets (the development sets data/en_dev and data/ic15_dev, exported LMDBs) and "
+                        "stop: training validates on both (configs/shipped_en.yaml)")
     return p
 
 

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
+from io import BytesIO
 from pathlib import Path
 
 import pytest
 
 from crnn.cli.evaluate import main as eval_main
-from tests.conftest import REPO, make_lmdb, word_folder
+from tests.conftest import REPO, make_lmdb, render_png, word_folder
 
 SHIPPED = REPO / "weights" / "crnn_vgg_small.pt"
 WORDS = ["Hello", "world", "OPEN", "cafe", "Road!", "exit", "Blue sky", "green"]
@@ -125,12 +127,72 @@ def test_bad_data_and_absent_dev_crops_are_one_line(bench, tmp_path, monkeypatch
     assert "no gt.txt, LMDB (data.mdb) or folder of LMDBs" in capsys.readouterr().err
     from crnn.data import en_dev
 
-    monkeypatch.setattr(en_dev, "DEFAULT_OUT", tmp_path / "en_dev")  # not built yet
+    monkeypatch.setattr(en_dev, "SETS", {n: en_dev.DevSet(d.list_file, d.folders, tmp_path / n)  # not built yet
+                                         for n, d in en_dev.SETS.items()})
     monkeypatch.setenv("CRNN_SHARED_DATA", str(tmp_path / "nowhere"))
     assert bench.main(["--work", str(tmp_path), "--build-dev"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("en_benchmark: error: the real crops are not in") and "CRNN_SHARED_DATA" in err
     assert err.count("\n") == 1
+
+
+def test_both_development_sets_by_default_each_built_where_missing(bench, words, tmp_path, monkeypatch, capsys):
+    """No --data: en_dev and ic15_dev, built from the shared crops on first use; a development set's name alone, or
+    its own folder, is built the same way; any other folder is read as it is."""
+    from crnn.data import en_dev
+    from tests.test_en_dev import _fake_ic15, _fake_shared
+
+    shared, listed = _fake_shared(tmp_path / "shared")
+    sets = {"en_dev": en_dev.DevSet(listed, en_dev.FOLDERS, tmp_path / "en"),
+            "ic15_dev": en_dev.DevSet(_fake_ic15(shared), ("ic15_train",), tmp_path / "ic15")}
+    monkeypatch.setattr(en_dev, "SETS", sets)
+    monkeypatch.setenv("CRNN_SHARED_DATA", str(shared))
+    work = tmp_path / "work"
+    assert bench.main(["--work", str(work), "--build-dev"]) == 0
+    assert capsys.readouterr().err.splitlines() == [f"set en_dev: 4 crops in {tmp_path / 'en'}",
+                                                    f"set ic15_dev: 2 crops in {tmp_path / 'ic15'}"]
+    assert (tmp_path / "ic15" / "gt.txt").read_text(encoding="utf-8").splitlines() == [
+        "ic15_train/IMG/word_4001.png\tCommune", "ic15_train/IMG/word_4002.png\tACTION"]
+    shutil.rmtree(tmp_path / "ic15")
+    assert bench.resolve_sets(["ic15_dev"], work) == {"ic15_dev": tmp_path / "ic15"}  # rebuilt
+    shutil.rmtree(tmp_path / "ic15")
+    got = bench.resolve_sets([f"ic15={tmp_path / 'ic15'}", f"mine={words}"], work)
+    assert got == {"ic15": tmp_path / "ic15", "mine": words} and (tmp_path / "ic15" / "gt.txt").is_file()
+    with pytest.raises(ValueError, match="the name 'ic15_dev' is given twice"):
+        bench.resolve_sets(["ic15_dev", f"ic15_dev={words}"], work)
+    with pytest.raises(ValueError, match=r"or a development set's name \(en_dev, ic15_dev\), got 'iiit5k'"):
+        bench.resolve_sets(["iiit5k"], work)
+
+
+def test_vertical_auto_is_a_row_of_its_own(bench):
+    args = bench.build_parser().parse_args(["--weights", "w.pt", "--bf16", "w.pt", "--vertical-auto", "w.pt",
+                                            "--vertical-auto", "en", "--no-peers"])
+    assert [name for name, _ in bench.makers(args)] == ["w.pt", "w.pt (bf16)", "w.pt (vertical auto)",
+                                                       "en (vertical auto)"]
+
+
+@needs_shipped
+def test_vertical_auto_reads_a_tall_crop_turned(bench, tmp_path):
+    """The --vertical-auto row's reader is named as its row and reads a word turned on its side without the warning
+    the default reader gives for it."""
+    import warnings
+
+    from PIL import Image
+
+    from crnn.infer import VerticalWarning
+
+    tall = tmp_path / "tall.png"
+    Image.open(BytesIO(render_png("ROAD"))).rotate(90, expand=True).save(tall)
+    args = bench.build_parser().parse_args(["--weights", str(SHIPPED), "--vertical-auto", str(SHIPPED)])
+    (_, plain), (name, turned) = bench.makers(args)[:2]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert plain().read(tall) != "road"  # read as it stands
+        assert [w.category for w in caught] == [VerticalWarning]
+        reader = turned()
+        assert reader.name == name == f"{SHIPPED} (vertical auto)"
+        assert reader.read(tall) == "road"  # en_alnum36: lower case
+        assert [w.category for w in caught] == [VerticalWarning]
 
 
 @needs_shipped
