@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     import torch
     from PIL import Image
 
+    from crnn.yardstick.readers import Reader
+
 __all__ = ["Recognizer", "Reading", "TrainSummary", "load_config", "train", "evaluate", "serve"]
 
 ImageInput = Union[str, os.PathLike, "Image.Image", "np.ndarray"]
@@ -407,25 +409,43 @@ def _final_metrics(cfg: Config, last: Path) -> dict[str, dict[str, float]]:
     return {row["path"]: {k: row[k] for k in keys} for row in report["datasets"]}
 
 
-def evaluate(data: str | os.PathLike | Sequence[str | os.PathLike], weights: str | os.PathLike | None = None, *,
+def evaluate(data: str | os.PathLike | Sequence[str | os.PathLike],
+             weights: str | os.PathLike | Sequence[str | os.PathLike] | None = None, *,
              protocol: str = "auto", decoder: str = "greedy", beam_width: int = 10,
              batch_size: int = 64, workers: int = 1, worst: int = 5, device: str = "auto", amp: str = "off",
              config: str | os.PathLike | None = None, charset: str | None = None,
-             report: str | os.PathLike | None = None, report_errors: int = 500) -> dict:
+             report: str | os.PathLike | None = None, report_errors: int = 500, vertical: str = "warn",
+             against: Sequence[str | Reader] | None = None) -> dict:
     """Evaluate ``weights`` (None = the shipped model) on labelled data; returns what ``crnn-eval --json`` prints.
 
     ``data``: an LMDB, a folder of LMDBs or a folder with gt.txt, or a list of them. The result has one row per
     dataset under "datasets" and the pooled counts under "overall" (samples, word_acc, cer, ned_similarity = 1-NED,
     images_per_s, ...). The options are crnn-eval's, with the same defaults. ``report``: also write the HTML report
-    there (``crnn-eval --report``; its index.html path is under "report")."""
+    there (``crnn-eval --report``; its index.html path is under "report"). ``vertical`` (``crnn-eval --vertical``):
+    crops at least twice as tall as wide are read as they are (warn), or each as ``Recognizer(vertical=...)`` reads
+    it (stack, rotate, auto); the result then says the mode and, per dataset and pooled, how many crops were tall and
+    how many were read as lines ("vertical"). Other readers scored beside it on the same images, one image per call
+    (the result's "against", a column each in the report): further checkpoints as a list of ``weights`` (the first is
+    the one evaluated; a second ``crnn-eval --weights``), and ``against``: peers by name (ppocr-v4, ppocr-v6, easyocr:
+    ``pip install 'crnn[peers]'``; a peer that is not installed is skipped with a warning and listed as skipped) or
+    a ``crnn.yardstick.readers.Reader`` of your own; one process only."""
     from crnn.engine.distributed import cleanup_distributed
-    from crnn.engine.eval_datasets import EvalSettings, evaluate_datasets
+    from crnn.engine.eval_datasets import EvalSettings, check_choices, check_settings, evaluate_datasets, other_readers
 
+    first, *more = [weights] if weights is None or isinstance(weights, (str, os.PathLike)) else list(weights) or [None]
     settings = EvalSettings(protocol=protocol, decoder=decoder, beam_width=beam_width, batch_size=batch_size,
-                            workers=workers, worst=worst, device=device, amp=amp, report_errors=report_errors)
+                            workers=workers, worst=worst, device=device, amp=amp, report_errors=report_errors,
+                            vertical=vertical)
+    check_settings(settings)
+    check_choices(settings)
     try:
         with _one_line_errors(ConfigError):
-            return evaluate_datasets(data, weights, settings, config=config, charset=charset, report=report)
+            others = other_readers(against or [], more, amp, 2, device, vertical) if against or more else ()
+            for o in others:
+                if getattr(o, "skipped", ""):
+                    warnings.warn(f"skipped {o.name}: {o.skipped}", stacklevel=2)
+            return evaluate_datasets(data, first, settings, config=config, charset=charset, report=report,
+                                     against=others)
     finally:
         cleanup_distributed()
 

@@ -5,7 +5,8 @@ import argparse
 import json
 import sys
 
-from crnn.engine.eval_datasets import EvalSettings, check_settings, evaluate_datasets, print_table
+from crnn.engine.eval_datasets import VERTICAL_CHOICES, EvalSettings, check_settings, evaluate_datasets, other_readers
+from crnn.engine.eval_datasets import print_table
 from crnn.engine.eval_datasets import EvalUsageError as UsageError
 from crnn.engine.eval_datasets import DatasetReport, summarize, write_html  # noqa: F401 (still importable here)
 from crnn.yardstick.against import print_against
@@ -19,6 +20,7 @@ EPILOG = """examples:
   crnn-eval --data svt_train/ --data data/val.lmdb --report report/   # then open report/index.html
   crnn-eval --weights en --against ppocr-v4 --against ppocr-v6 --against easyocr --data my_crops/ --report cmp/
   crnn-eval --weights en --weights runs/ft/interpolated.pt --data my_crops/ --report before_after/
+  crnn-eval --data data/ic15_dev --vertical auto   (tall crops read as crnn-predict --vertical auto reads them)
 
 --data takes an LMDB, a folder of LMDBs (concatenated) or a folder with gt.txt (PATH<TAB>label lines).
 Images are resized and read as crnn-predict does it: a keep-ratio model reads each line at its own width (up to
@@ -40,6 +42,11 @@ protocol; a second --weights does the same for another checkpoint (before and af
 in the table, the JSON ("against") and the report, whose comparison lists the crops where the readings differ
 first. An image a reader raises on counts as wrong and is listed; a peer that is not installed is named and skipped.
 Speed is not compared here: scripts/en_benchmark.py and docs/compare.md time every system the same way.
+--vertical: crops at least twice as tall as wide (vertical text, words turned steeply) are read as they are by
+default (warn; crnn-eval gives no warning); stack, rotate or auto read each as crnn-predict --vertical (and
+crnn.Recognizer(vertical=...)) reads it, the most confident of its candidate lines, with every other crop as it is;
+the table and the JSON ("vertical", and per dataset "tall" / "read" counts) say how many were read that way. A
+second --weights reads them the same way.
 """
 
 
@@ -55,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", action="append", help="checkpoint (any crnn layout) or a shipped model's name: "
                         f"{shipped_names_help()}. Default: en. A path that exists wins over a name. Given twice "
                         "(or more), the others are read beside the first and compared with it")
-    p.add_argument("--against", action="append", default=[], choices=tuple(PEERS), metavar="PEER",
+    p.add_argument("--against", action="append", choices=tuple(PEERS), metavar="PEER",
                    help=f"also read the data with another OCR system, a column beside the model: {', '.join(PEERS)} "
                         "(pip install 'crnn[peers]'); repeatable")
     p.add_argument("--data", action="append", required=True, metavar="PATH",
@@ -75,6 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report-errors", type=int, default=500, metavar="N",
                    help="errors shown per dataset in the report, worst first, 100 per page (default: 500); "
                         "counts and charts always cover every image")
+    p.add_argument("--vertical", choices=VERTICAL_CHOICES, default="warn",
+                   help="crops at least twice as tall as wide: warn (read as they are; default), stack (their "
+                        "stacked characters side by side), rotate (a quarter turn each way), auto (all of those): "
+                        "the most confident reading, as crnn-predict --vertical reads them")
     p.add_argument("--threads", type=int, metavar="N", help="torch threads for the network, per process (default: torch's own, one per core); on a machine busy with other work, e.g. beside a training run, 1 reads several times faster (benchmarks/README.md)")
     p.add_argument("--config", help="YAML config for a bare state dict that stores none")
     p.add_argument("--charset", help="charset for a bare state dict")
@@ -85,17 +96,16 @@ def settings_from_args(args: argparse.Namespace) -> EvalSettings:
     """The evaluation settings of the parsed command line."""
     return EvalSettings(protocol=args.protocol, decoder=args.decoder, beam_width=args.beam_width,
                         batch_size=args.batch_size, workers=args.workers, worst=args.worst, device=args.device,
-                        amp=args.amp, report_errors=args.report_errors)
+                        amp=args.amp, report_errors=args.report_errors, vertical=args.vertical)
 
 
 def run(args: argparse.Namespace) -> dict:
     """Evaluate on every dataset (beside the other readers asked for); return the summary (identical on every
     rank)."""
-    from crnn.yardstick.against import make_readers
-
     first, *more = args.weights or [None]
-    others = make_readers(args.against, more, args.amp, args.threads or 2, args.device) if args.against or more \
-        else ()
+    against = args.against or []
+    others = other_readers(against, more, args.amp, args.threads or 2, args.device, args.vertical) \
+        if against or more else ()
     for o in others:
         if getattr(o, "skipped", ""):
             print(f"{PROG}: skipped {o.name}: {o.skipped}", file=sys.stderr)

@@ -10,15 +10,19 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import TextIO
 
+from crnn.data.vertical import VERTICAL_RATIO, is_vertical
 from crnn.decode import DECODE_METHODS
-from crnn.infer import AMP_MODES
+from crnn.infer import AMP_MODES, VerticalCandidates
 from crnn.metrics import PROTOCOL_CHOICES
 
 PROGRESS_NAME = "crnn-eval"  # the progress lines name the tool, as they always have
+# crops at least VERTICAL_RATIO times taller than wide: warn = read as they are (crnn-eval gives no warning), or as
+# crnn.Recognizer(vertical=...) reads them (crnn.data.vertical)
+VERTICAL_CHOICES = ("warn", "stack", "rotate", "auto")
 
 
 class EvalUsageError(ValueError):
@@ -32,6 +36,7 @@ class DatasetReport:
     path: str
     result: object  # crnn.engine.evaluate.EvalResult
     seconds: float
+    vertical: dict | None = None  # with a vertical mode: {"tall": crops, "read": crops read as lines}, all ranks
 
 
 @dataclass
@@ -47,6 +52,7 @@ class EvalSettings:
     device: str = "auto"
     amp: str = "off"
     report_errors: int = 500
+    vertical: str = "warn"
 
 
 def check_choice(option: str, value: str, choices: Sequence[str]) -> None:
@@ -67,11 +73,28 @@ def check_settings(s: EvalSettings) -> None:
         raise EvalUsageError("--batch-size/--beam-width must be >= 1 and --workers/--worst/--report-errors >= 0")
 
 
-def _check_choices(s: EvalSettings) -> None:
-    """The settings that take one of a few names (argparse checks them on the command line)."""
+def check_choices(s: EvalSettings) -> None:
+    """Raise EvalUsageError for a setting outside its few names (argparse checks them on the command line)."""
     check_choice("--protocol", s.protocol, PROTOCOL_CHOICES)
     check_choice("--decoder", s.decoder, DECODE_METHODS)
     check_choice("--amp", s.amp, AMP_MODES)
+    check_choice("--vertical", s.vertical, VERTICAL_CHOICES)
+
+
+def other_readers(against: Sequence, weights: Sequence[str | os.PathLike] = (), amp: str = "off", threads: int = 2,
+                  device: str = "cpu", vertical: str = "warn") -> list:
+    """The readers scored beside the model (crnn-eval's further ``--weights`` and ``--against``): each checkpoint of
+    ``weights``, read one crop per call with the same ``amp`` and ``vertical`` mode, then each item of ``against``
+    in order: a peer's name (a skipped :class:`crnn.yardstick.against.Against` where its package is missing) or a
+    :class:`crnn.yardstick.readers.Reader` as it is. EvalUsageError for a name that is no peer's."""
+    from crnn.yardstick.against import make_readers
+    from crnn.yardstick.readers import PEERS, ours
+
+    for name in against:
+        if isinstance(name, str):
+            check_choice("--against", name, tuple(PEERS))
+    out = [ours(os.fspath(w), amp, device=device, vertical=vertical) for w in weights]
+    return out + [make_readers([a], [], amp, threads, device)[0] if isinstance(a, str) else a for a in against]
 
 
 def setup_device(name: str):
@@ -96,7 +119,7 @@ def evaluate_datasets(data: str | os.PathLike | Sequence[str | os.PathLike], wei
 
     ``data``: an LMDB, a folder of LMDBs or a folder with gt.txt, or a list of them. ``config``/``charset``: for a
     bare state dict that stores none. ``report``: also write the HTML report there (its index.html under "report").
-    ``against``: other readers (:func:`crnn.yardstick.against.make_readers`) scored beside the model on the same
+    ``against``: other readers (:func:`other_readers`) scored beside the model on the same
     images, one column each ("against" in the summary, the report's comparison); one process only.
     Raises EvalUsageError for bad settings, and the loading errors of checkpoints, datasets and configs.
     """
@@ -105,7 +128,7 @@ def evaluate_datasets(data: str | os.PathLike | Sequence[str | os.PathLike], wei
     check_settings(s)
     if not paths:
         raise EvalUsageError("no data given; pass at least one dataset")
-    _check_choices(s)
+    check_choices(s)
     return _run([os.fspath(p) for p in paths], None if weights is None else os.fspath(weights), s,
                 None if config is None else os.fspath(config), charset,
                 None if report is None else os.fspath(report), list(against))
@@ -128,12 +151,14 @@ def _run(paths: list[str], weights: str | None, s: EvalSettings, config: str | N
     weights = str(resolve_weights(weights))
     ckpt = load_checkpoint(weights)
     fallback_config, fallback_charset = fallback_spec(config, charset)
-    rec = Recognizer.from_checkpoint(ckpt, str(device), s.amp, config=fallback_config, charset=fallback_charset)
+    rec = Recognizer.from_checkpoint(ckpt, str(device), s.amp, config=fallback_config, charset=fallback_charset,
+                                     decoder=s.decoder, beam_width=s.beam_width, vertical=s.vertical)
     d, channels = rec.config.data, rec.config.model.in_channels
     reports, recorded = [], []
     for path in paths:
         recorder = SampleRecorder() if report else None
-        build = build_report_loader if recorder else build_eval_loader
+        tall = TallCrops(rec, path) if s.vertical != "warn" else None
+        build = build_report_loader if recorder or tall else build_eval_loader  # the report's knows sizes
         loader = build(path, height=d.height, width=d.width, keep_ratio=d.keep_ratio,
                        max_width=rec.transform.max_width, channels=channels, batch_size=s.batch_size,
                        num_workers=s.workers, rank=get_rank(), world_size=get_world_size(),
@@ -141,10 +166,10 @@ def _run(paths: list[str], weights: str | None, s: EvalSettings, config: str | N
         batches = track(loader, len(loader.sampler), desc=f"{PROGRESS_NAME} {path}", unit="img",
                         enabled=get_rank() == 0, size=lambda b: len(b.labels) + getattr(b, "num_skipped", 0))
         t0 = time.perf_counter()
-        res = evaluate(rec.model, batches, rec.charset, device, protocol=s.protocol,
+        res = evaluate(rec.model, tall(batches) if tall else batches, rec.charset, device, protocol=s.protocol,
                        decoder=s.decoder, amp=rec.amp, keep_errors=s.worst, max_examples=0,
                        beam_width=s.beam_width, on_batch=recorder)
-        reports.append(DatasetReport(path, res, time.perf_counter() - t0))
+        reports.append(DatasetReport(path, res, time.perf_counter() - t0, tall.counts(device) if tall else None))
         recorded.append(recorder.gathered() if recorder else None)  # collective under torchrun
     summary = summarize(reports, weights, ckpt, rec, s.protocol, s.decoder, get_world_size(), str(device))
     others = []
@@ -156,6 +181,61 @@ def _run(paths: list[str], weights: str | None, s: EvalSettings, config: str | N
     if report and get_rank() == 0:
         summary["report"] = str(write_html(report, summary, recorded, s.report_errors, others))
     return summary
+
+
+class TallCrops:
+    """crnn-eval ``--vertical``: every tall crop of one dataset read as :class:`crnn.infer.Recognizer` reads it under
+    its ``vertical`` mode. Such a crop is decoded again from the dataset and preprocessed by the Recognizer (its
+    candidate horizontal lines, crnn.data.vertical); the candidates are read, and the batch carries the one whose
+    reading was kept in the crop's place, which evaluate() then reads and scores. Batches must know each image's
+    dataset index and stored size (the report's loader)."""
+
+    def __init__(self, rec, path: str) -> None:
+        from crnn.report.collect import image_reader
+
+        self.rec, self.image = rec, image_reader(path)
+        self.tall = self.read = 0  # on this rank
+
+    def __call__(self, batches: Iterable) -> Iterator:
+        for batch in batches:
+            yield self.swap(batch)
+
+    def swap(self, batch):
+        """``batch`` with each tall crop that makes candidate lines replaced by the one read most confidently."""
+        found: dict[int, VerticalCandidates] = {}
+        for k, (index, size) in enumerate(zip(batch.indices, batch.sizes)):
+            if is_vertical(*size):
+                self.tall += 1
+                item = self.rec.preprocess(self.image(index), f"image {index}")
+                if isinstance(item, VerticalCandidates):  # else read as it is (stack found no two characters)
+                    found[k] = item
+        if not found:
+            return batch
+        self.read += len(found)
+        chosen = [tensor for tensor, _ in self.rec.predict_chosen(list(found.values()))]
+        return with_images(batch, dict(zip(found, chosen)))
+
+    def counts(self, device) -> dict:
+        """{"tall", "read"} summed over ranks (collective under torchrun: every rank calls it)."""
+        import torch
+
+        from crnn.engine.distributed import all_reduce_sum
+
+        t = all_reduce_sum(torch.tensor([self.tall, self.read], dtype=torch.float64, device=device)).cpu()
+        return {"tall": int(t[0]), "read": int(t[1])}
+
+
+def with_images(batch, swapped: dict):
+    """``batch`` with the images at the keys of ``swapped`` (``[C, H, w]`` tensors) in place of its own, each at its
+    own width (``widths``), right-padded with zeros to the widest (the padding is never read: read_at_own_width)."""
+    import torch
+
+    own = [swapped.get(k, batch.images[k, ..., :int(w)]) for k, w in enumerate(batch.widths)]
+    widths = [t.shape[-1] for t in own]
+    images = batch.images.new_zeros((len(own), *batch.images.shape[1:3], max(widths)))  # (B, C, H, W)
+    for k, t in enumerate(own):
+        images[k, ..., :t.shape[-1]] = t
+    return replace(batch, images=images, widths=torch.tensor(widths, dtype=torch.long))
 
 
 def write_html(out: str, summary: dict, recorded: list, max_errors: int, others: Sequence = ()):
@@ -208,10 +288,29 @@ def summarize(reports: list[DatasetReport], weights: str, ckpt, rec, protocol_re
     overall = _row("overall", pooled, int(pooled["samples"]), sum(r.seconds for r in reports), acc.removed_share())
     overall["pooling"] = "counts summed over all datasets (sum of correct / sum of samples)"
     warnings = [w for w in (protocol_warning(protocol, r["removed_share"], r["path"]) for r in datasets) if w]
-    return {"weights": weights, "variant": rec.config.model.variant, "step": ckpt.step,
-            "num_classes": rec.charset.num_classes, "protocol": protocol, "protocol_requested": protocol_requested,
-            "cer_first": cer_first(rec.charset.chars), "warnings": warnings, "decoder": decoder,
-            "processes": world, "device": device, "amp": rec.amp, "datasets": datasets, "overall": overall}
+    summary = {"weights": weights, "variant": rec.config.model.variant, "step": ckpt.step,
+               "num_classes": rec.charset.num_classes, "protocol": protocol, "protocol_requested": protocol_requested,
+               "cer_first": cer_first(rec.charset.chars), "warnings": warnings, "decoder": decoder,
+               "processes": world, "device": device, "amp": rec.amp, "datasets": datasets, "overall": overall}
+    if rec.vertical != "warn":  # warn: the summary as it always was
+        _add_vertical(summary, rec.vertical, [r.vertical for r in reports])
+    return summary
+
+
+def _add_vertical(summary: dict, mode: str, counts: list[dict]) -> None:
+    """The vertical mode, and per dataset and pooled how many crops were tall and how many were read as lines."""
+    summary["vertical"] = mode
+    for row, c in zip(summary["datasets"], counts):
+        row["vertical"] = dict(c)
+    summary["overall"]["vertical"] = {k: sum(c[k] for c in counts) for k in ("tall", "read")}
+
+
+def vertical_line(mode: str, counts: dict) -> str:
+    """The table's line on tall crops under a vertical mode."""
+    tall, read = counts["tall"], counts["read"]
+    rest = f"; {tall - read} read as they are (no two characters found to stack)" if tall > read else ""
+    return (f"vertical {mode}: {read} of {tall} crop(s) at least {VERTICAL_RATIO:g}x taller than wide read as "
+            f"horizontal lines, each the most confident way{rest}")
 
 
 def print_table(s: dict, out: TextIO) -> None:
@@ -223,6 +322,8 @@ def print_table(s: dict, out: TextIO) -> None:
               f"protocol {s['protocol']}, decoder {s['decoder']}, {s['processes']} process(es) on {s['device']}\n")
     if s["protocol_requested"] == "auto":
         out.write(f"({describe_protocol('auto', s['protocol'])})\n")
+    if "vertical" in s:
+        out.write(vertical_line(s["vertical"], s["overall"]["vertical"]) + "\n")
     out.write("\n")
     rows = s["datasets"] + [dict(s["overall"], path="overall (pooled: sum over datasets)")]
     width = max(len(r["path"]) for r in rows)
