@@ -4,8 +4,9 @@
         benchmarks/zh_curves/baseline_w4.tsv=today --out weights/crnn_zh_lines_curve.png
     python scripts/plot_curve.py runs/zh/curve.tsv --set data/zh_bench/heldout --target 0.03
     python scripts/plot_curve.py runs/zh/curve.tsv@heldout=damaged runs/zh/curve.tsv@unseen_print=print --target 0.01
-    python scripts/plot_curve.py runs/en/curve.tsv@data/en_dev=exact runs/en/curve.tsv@data/en_dev@alnum-insensitive=36 \\
-        runs/en/curve.tsv@data/ic15_dev=ic15 --skip-missing   # a set the curve has no rows for yet: left out
+    python scripts/plot_curve.py runs/en/curve.tsv@data/en_dev=exact \\
+        runs/en/curve.tsv@data/en_dev@alnum-insensitive=36-class runs/en/curve.tsv@data/ic15_dev=ic15_dev \\
+        --skip-missing   # a set the curve has no rows for yet (ic15_dev in an older curve): left out
 
 Each argument is a curve.tsv that crnn-train writes beside its checkpoints (crnn/engine/curve.py), optionally
 ``@SET`` for the validation set of that line and ``=NAME`` for the legend. ``--set`` picks the validation set of the
@@ -88,7 +89,8 @@ def load(spec: str, wanted: str | None) -> tuple[str, list[tuple[float, float, f
 
 
 def set_and_protocol(use: str) -> tuple[str, str]:
-    """A curve's set as (folder name, protocol or ""): ``data/en_dev@alnum-insensitive`` -> (en_dev, alnum-insensitive)."""
+    """A curve's set as (folder name, protocol or ""): ``data/en_dev@alnum-insensitive`` -> ("en_dev",
+    "alnum-insensitive")."""
     base, _, protocol = Path(use).name.partition("@")
     return base, protocol
 
