@@ -119,8 +119,9 @@ def evaluate_datasets(data: str | os.PathLike | Sequence[str | os.PathLike], wei
 
     ``data``: an LMDB, a folder of LMDBs or a folder with gt.txt, or a list of them. ``config``/``charset``: for a
     bare state dict that stores none. ``report``: also write the HTML report there (its index.html under "report").
-    ``against``: other readers (:func:`other_readers`) scored beside the model on the same
-    images, one column each ("against" in the summary, the report's comparison); one process only.
+    ``against``: other readers (:func:`other_readers`) scored beside the model on the same images, one column each
+    ("against" in the summary, the report's comparison); one process only. ``settings.vertical`` other than warn:
+    tall crops read as the Recognizer reads them (:class:`TallCrops`; "vertical" in the summary).
     Raises EvalUsageError for bad settings, and the loading errors of checkpoints, datasets and configs.
     """
     s = settings or EvalSettings()
