@@ -142,7 +142,7 @@ def test_both_development_sets_by_default_each_built_where_missing(bench, words,
     from crnn.data import en_dev
     from tests.test_en_dev import _fake_ic15, _fake_shared
 
-    shared, listed = _fake_shared(tmp_path / "shared")
+    shared, listed = _fake_shared(tmp_path / "fake_shared")
     sets = {"en_dev": en_dev.DevSet(listed, en_dev.FOLDERS, tmp_path / "en"),
             "ic15_dev": en_dev.DevSet(_fake_ic15(shared), ("ic15_train",), tmp_path / "ic15")}
     monkeypatch.setattr(en_dev, "SETS", sets)
