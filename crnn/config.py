@@ -156,6 +156,9 @@ class TrainConfig:
     lr: float = 1e-3
     weight_decay: float = 0.0
     schedule: str = "cosine"  # cosine | onecycle | constant
+    # what the cosine decays over: steps (train.steps) | cpu_hours (the CPU-hours spent of train.cpu_hours, so arms of
+    # a CPU budget that cost differently per step each end their decay with their budget; warm-up stays in steps)
+    schedule_over: str = "steps"
     warmup_steps: int = 200
     min_lr_ratio: float = 0.01
     steps: int = 1000  # optimizer steps in total
@@ -238,6 +241,7 @@ CHOICES = {
     "train.ddp_comm": ("auto", "fp32", "bf16", "fp16"),
     "train.optimizer": ("adam", "adamw", "adadelta", "sgd"),
     "train.schedule": ("cosine", "onecycle", "constant"),
+    "train.schedule_over": ("steps", "cpu_hours"),
     "train.protocol": ("auto", "exact", "alnum-insensitive", "unicode"),
     "train.base_protocol": ("auto", "exact", "alnum-insensitive", "unicode"),
     "train.decoder": ("greedy", "beam"),
@@ -488,6 +492,10 @@ def validate(cfg: Config) -> None:
     for key in ("cpu_hours", "val_every_cpu_hours"):
         if getattr(cfg.train, key) < 0:
             raise ConfigError(f"train.{key}: must be 0 (off) or positive, got {getattr(cfg.train, key):g}")
+    if cfg.train.schedule_over == "cpu_hours" and (cfg.train.schedule != "cosine" or not cfg.train.cpu_hours):
+        raise ConfigError("train.schedule_over: cpu_hours decays a cosine over a CPU budget; it needs "
+                          f"train.schedule: cosine (got {cfg.train.schedule}) and train.cpu_hours above 0 "
+                          f"(got {cfg.train.cpu_hours:g})")
     if cfg.model.cnn_width <= 0 or cfg.model.res_blocks < 0:
         raise ConfigError(f"model.cnn_width must be positive and model.res_blocks at least 0, got "
                           f"{cfg.model.cnn_width:g} and {cfg.model.res_blocks}")

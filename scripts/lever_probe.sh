@@ -24,7 +24,10 @@
 # real development sets (data/en_dev and the ICDAR 2015 block data/ic15_dev: python -m crnn.data.en_dev builds both
 # from the shared crops), arms in runs/probe_en; it ends with both arms' word accuracy on each, case-sensitive exact
 # and 36-class (--val is for zh only).
-# LR: the arms' constant learning rate (default 2e-4).
+# LR: the arms' learning rate (default 2e-4), constant after 100 warm-up steps unless SCHEDULE=cosine: a cosine from
+# LR down to the config's train.min_lr_ratio over each arm's steps, or over its CPU budget (train.schedule_over:
+# cpu_hours), so that each arm ends its decay, and is scored, at its best; the base arm of a cosine is its own
+# (runs/probe/base_STEPS_cos_nNPROC).
 # A budget such as 1h or 0.75h in place of STEPS gives each arm that many CPU-hours (every process and its loader
 # workers, train.cpu_hours) instead of a step count: the way to weigh a lever that changes what a step costs (a wider
 # or deeper network) against the base trained on for the same CPU time. Validation at every quarter of the budget;
@@ -74,6 +77,11 @@ case "${MODEL:-zh}" in
   *) echo "lever_probe: MODEL must be zh or en, got ${MODEL}" >&2; exit 2 ;;
 esac
 [[ "${LR:-2.0e-4}" =~ ^[0-9.eE+-]+$ ]] || { echo "lever_probe: LR must be a number, got $LR" >&2; exit 2; }
+case "${SCHEDULE:-constant}" in
+  constant) SCHED=(train.schedule=constant) TAG="" ;;
+  cosine) SCHED=(train.schedule=cosine) TAG=_cos ;;
+  *) echo "lever_probe: SCHEDULE must be constant or cosine, got ${SCHEDULE}" >&2; exit 2 ;;
+esac
 # AMP: the arms' precision (default auto: measured at each arm's start, which a loaded machine can tip; pin it,
 # e.g. AMP=bf16, when anything else runs); the two arms must train in the same one (checked below)
 if [ -n "$HOURS" ]; then  # equal CPU time: the precision pinned, not measured at each arm's start
@@ -81,14 +89,15 @@ if [ -n "$HOURS" ]; then  # equal CPU time: the precision pinned, not measured a
   QUARTER=$(awk -v h="$HOURS" 'BEGIN {print h / 4}')
   LENGTH=(train.steps=100000000 "train.cpu_hours=$HOURS" "train.val_every_cpu_hours=$QUARTER" train.val_every=0
           "train.amp=${AMP:-$PINNED}")
+  [ -z "$TAG" ] || SCHED+=(train.schedule_over=cpu_hours)
 else
   LENGTH=("train.steps=$STEPS" "train.val_every=$((STEPS / 4))" "train.amp=${AMP:-auto}")
 fi
-COMMON=(--config "$CONFIG" "train.init_weights=$PACK" train.resume=none train.schedule=constant
+COMMON=(--config "$CONFIG" "train.init_weights=$PACK" train.resume=none "${SCHED[@]}"
         "train.lr=${LR:-2.0e-4}" train.warmup_steps=100 "${LENGTH[@]}")
 SECOND=${EXTRA:+data/zh_faces/$EXTRA}
 NP=${NPROC:-2}  # processes (x 32 lines a batch): arms are comparable only at the same count
-BASE=$PROBES/base_${STEPS}_n$NP
+BASE=$PROBES/base_${STEPS}${TAG}_n$NP
 ARM=$PROBES/${NAME}_n$NP
 # what an arm was trained from: the pack's and the config's contents and the arm's command line. A finished arm is
 # kept only when its stamp matches: after a sitting packs new weights, or the recipe changes (as when a lever is

@@ -232,3 +232,24 @@ def test_an_arm_cut_short_resumes_on_the_same_cpu_and_starts_afresh_elsewhere(tm
     (arm / "probe.pending").write_text(f"{head}command {arm_cmd}\ncpu Another CPU\n")
     r = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=60, env=env)
     assert r.stdout == fresh.stdout and "cut short" not in r.stderr
+
+
+def test_a_cosine_schedule_has_its_own_base_arm_and_decays_over_the_budget():
+    """SCHEDULE=cosine: both arms decay (over their CPU budget for 1h, over their steps otherwise) and the base arm
+    lives apart from the constant-rate one, which stays as it was; anything else is refused."""
+    def dry(*args: str, schedule: str) -> subprocess.CompletedProcess:
+        env = {"PATH": "/usr/bin:/bin", "NPROC": "2", "SCHEDULE": schedule}
+        return subprocess.run(["bash", str(SCRIPT), "--dry-run", *args], capture_output=True, text=True, cwd=REPO,
+                              timeout=60, env=env)
+
+    base, arm = dry("wide", "1h", "model.cnn_width=1.5", schedule="cosine").stdout.splitlines()
+    for line in (base, arm):
+        assert "train.schedule=cosine train.schedule_over=cpu_hours" in line and "train.cpu_hours=1" in line
+    assert "train.output_dir=runs/probe/base_1h_cos_n2" in base and "train.output_dir=runs/probe/wide_n2" in arm
+    steps = dry("wide", "400", "model.cnn_width=1.5", schedule="cosine").stdout.splitlines()
+    assert "train.schedule=cosine " in steps[0] and "schedule_over" not in steps[0]
+    assert "train.output_dir=runs/probe/base_400_cos_n2" in steps[0]
+    constant = dry("wide", "1h", "model.cnn_width=1.5", schedule="constant").stdout.splitlines()
+    assert "train.schedule=constant" in constant[0] and "train.output_dir=runs/probe/base_1h_n2" in constant[0]
+    bad = dry("wide", "1h", "model.cnn_width=1.5", schedule="linear")
+    assert bad.returncode == 2 and bad.stderr.strip() == "lever_probe: SCHEDULE must be constant or cosine, got linear"

@@ -341,3 +341,37 @@ def test_a_cpu_budget_ends_the_run_and_validates_at_its_marks(tmp_path, words_lm
     assert f"(train.cpu_hours={budget:g} spent)" in capfd.readouterr().err
     with pytest.raises(ConfigError, match="train.cpu_hours: must be 0"):
         load_config(None, ["train.cpu_hours=-1"])
+
+
+def test_a_cosine_over_cpu_hours_decays_with_the_budget_spent_not_the_steps():
+    """train.schedule_over=cpu_hours: after the warm-up the cosine's progress is the share of train.cpu_hours spent,
+    whatever train.steps says; it is refused where it could not mean that."""
+    cfg = load_config(None, ["train.steps=100000000", "train.warmup_steps=10", "train.min_lr_ratio=0.0",
+                             "train.cpu_hours=2", "train.schedule_over=cpu_hours"])
+    assert lr_factor(0, cfg, 0.0) == pytest.approx(0.1)  # warm-up in steps, as before
+    assert lr_factor(50, cfg, 0.0) == pytest.approx(1.0)
+    assert lr_factor(50, cfg, 3600.0) == pytest.approx(0.5)  # half the budget spent: half way down
+    assert lr_factor(50, cfg, 7200.0) == pytest.approx(0.0, abs=1e-9)
+    assert lr_factor(50, cfg, 9000.0) == pytest.approx(0.0, abs=1e-9)  # past the budget: stays at the floor
+    steps = load_config(None, ["train.steps=100000000", "train.warmup_steps=10", "train.cpu_hours=2"])
+    assert lr_factor(50, steps, 3600.0) == pytest.approx(1.0, abs=1e-6)  # over steps: the CPU count plays no part
+    for bad in (["train.schedule_over=cpu_hours"], ["train.cpu_hours=1", "train.schedule=constant",
+                                                   "train.schedule_over=cpu_hours"]):
+        with pytest.raises(ConfigError, match="train.schedule_over: cpu_hours decays a cosine over a CPU budget"):
+            load_config(None, bad)
+    with pytest.raises(ConfigError, match="train.schedule_over"):
+        load_config(None, ["train.schedule_over=wall"])
+
+
+def test_a_run_with_a_cosine_over_its_cpu_budget_ends_near_the_floor(tmp_path, words_lmdb, val_lmdb):
+    """The scheduler reads the run's CPU count: at the end of the budget the learning rate is near min_lr_ratio."""
+    budget = 0.002  # 7.2 CPU-seconds, looked at every step (train.log_every=1)
+    rc = train_main(["--config", str(REPO / "configs/smoke.yaml"),
+                     *_overrides(tmp_path, words_lmdb, val_lmdb, "train.steps=100000", "train.val_every=0",
+                                 f"train.cpu_hours={budget}", "train.schedule_over=cpu_hours", "train.warmup_steps=2",
+                                 "train.min_lr_ratio=0.0", "train.save_every=0")])
+    assert rc == 0
+    ck = torch.load(tmp_path / "run" / "last.pt", map_location="cpu", weights_only=True)
+    lr0 = load_config(REPO / "configs/smoke.yaml").train.lr
+    last_lr = ck["optimizer"]["param_groups"][0]["lr"]
+    assert ck["step"] > 2 and last_lr < 0.05 * lr0

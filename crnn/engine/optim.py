@@ -24,8 +24,10 @@ def build_optimizer(cfg: Config, model: nn.Module) -> torch.optim.Optimizer:
     return torch.optim.Adadelta(params, lr=t.lr, rho=0.9, weight_decay=t.weight_decay)
 
 
-def lr_factor(step: int, cfg: Config) -> float:
-    """Multiplier of the base LR at ``step``: linear warm-up, then cosine / one-cycle / constant."""
+def lr_factor(step: int, cfg: Config, cpu_seconds: float = 0.0) -> float:
+    """Multiplier of the base LR at ``step``: linear warm-up, then cosine / one-cycle / constant. With
+    ``train.schedule_over: cpu_hours`` the cosine's progress after the warm-up is the share of ``train.cpu_hours``
+    spent (``cpu_seconds``: the run's count, the same on every rank) instead of the share of ``train.steps``."""
     t = cfg.train
     warm = min(t.warmup_steps, t.steps - 1) if t.steps > 1 else 0
     if t.schedule == "onecycle":
@@ -35,7 +37,10 @@ def lr_factor(step: int, cfg: Config) -> float:
         return start + (1 - start) * (step + 1) / warm
     if t.schedule == "constant":
         return 1.0
-    progress = (step - warm) / max(1, t.steps - warm)
+    if t.schedule_over == "cpu_hours":
+        progress = cpu_seconds / (3600 * t.cpu_hours)
+    else:
+        progress = (step - warm) / max(1, t.steps - warm)
     return t.min_lr_ratio + (1 - t.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
 
 
@@ -49,10 +54,12 @@ def rewarm_factor(step: int, restart: int, warmup: int) -> float:
 
 def build_scheduler(cfg: Config, opt: torch.optim.Optimizer, state=None) -> torch.optim.lr_scheduler.LambdaLR:
     """LambdaLR over :func:`lr_factor` (state is just the step count, so resume is exact). ``state``: the run's
-    TrainState, whose ``optimizer_restart`` (set when resuming from a sitting pack) adds :func:`rewarm_factor`."""
+    TrainState, whose ``optimizer_restart`` (set when resuming from a sitting pack) adds :func:`rewarm_factor` and
+    whose ``cpu_seconds`` drive a schedule over CPU-hours (that count moves every few steps, on every rank alike)."""
     def factor(s: int) -> float:
         restart = getattr(state, "optimizer_restart", -1) if state is not None else -1
-        return lr_factor(s, cfg) * rewarm_factor(s, restart, cfg.train.warmup_steps)
+        cpu = getattr(state, "cpu_seconds", 0.0) if state is not None else 0.0
+        return lr_factor(s, cfg, cpu) * rewarm_factor(s, restart, cfg.train.warmup_steps)
     return torch.optim.lr_scheduler.LambdaLR(opt, factor)
 
 
