@@ -154,7 +154,11 @@ def test_the_report_reads_tall_crops_the_same_way(weights, data, tmp_path, capsy
     s = run_json(["--weights", str(weights), "--data", str(data["auto"]), "--vertical", "auto", "--report",
                   str(tmp_path / "rep")], capsys)
     assert s["datasets"][0]["word_acc"] == 1.0 and s["overall"]["vertical"] == {"tall": 3, "read": 3}
-    assert (tmp_path / "rep" / "index.html").is_file()
+    page = (tmp_path / "rep" / "index.html").read_text(encoding="utf-8")
+    assert ("<tr><th>tall crops</th><td>vertical auto: 3 of 3 crop(s) at least 2x taller than wide read as horizontal "
+            "lines, each the most confident way</td></tr>") in page
+    run_json(["--weights", str(weights), "--data", str(data["auto"]), "--report", str(tmp_path / "plain")], capsys)
+    assert "tall crops" not in (tmp_path / "plain" / "index.html").read_text(encoding="utf-8")
 
 
 @pytest.mark.slow

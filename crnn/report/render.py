@@ -129,12 +129,18 @@ def _header(meta: dict) -> str:
     protocol = describe_protocol(meta.get("protocol_requested", ""), meta["protocol"])
     warnings = "".join(f'<p class="warn">{escape(w)}</p>' for w in meta.get("warnings", []))
     weights = readable_path(str(meta["weights"]))
+    tall = ""
+    if "vertical" in meta:  # crnn-eval --vertical MODE: how the tall crops were read
+        from crnn.engine.eval_datasets import vertical_line
+
+        tall = f"<tr><th>tall crops</th><td>{escape(vertical_line(meta['vertical'], meta['overall']['vertical']))}</td></tr>"
     return (f"<h1>Evaluation report</h1><table class='meta'>"
             f"<tr><th>weights</th><td>{escape(weights)} ({escape(str(meta.get('variant')))}, "
             f"{int(meta.get('num_classes', 1)) - 1} characters{step})</td></tr>"
             f"<tr><th>protocol</th><td>{escape(protocol)}"
             f"</td></tr><tr><th>decoder</th><td>{escape(str(meta.get('decoder')))}, "
-            f"{meta.get('processes', 1)} process(es) on {escape(str(meta.get('device')))}</td></tr></table>{warnings}")
+            f"{meta.get('processes', 1)} process(es) on {escape(str(meta.get('device')))}</td></tr>"
+            f"{tall}</table>{warnings}")
 
 
 def _dataset_section(k: int, data: DatasetInput, rows: list[A.Row], pages: list, images: _Images,
