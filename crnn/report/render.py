@@ -133,7 +133,8 @@ def _header(meta: dict) -> str:
     if "vertical" in meta:  # crnn-eval --vertical MODE: how the tall crops were read
         from crnn.engine.eval_datasets import vertical_line
 
-        tall = f"<tr><th>tall crops</th><td>{escape(vertical_line(meta['vertical'], meta['overall']['vertical']))}</td></tr>"
+        line = vertical_line(meta["vertical"], meta["overall"]["vertical"])
+        tall = f"<tr><th>tall crops</th><td>{escape(line)}</td></tr>"
     return (f"<h1>Evaluation report</h1><table class='meta'>"
             f"<tr><th>weights</th><td>{escape(weights)} ({escape(str(meta.get('variant')))}, "
             f"{int(meta.get('num_classes', 1)) - 1} characters{step})</td></tr>"
