@@ -18,14 +18,14 @@ import os
 import re
 import statistics
 import string
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from PIL import ImageFont
 
-from crnn.data.faces import face_package, face_role, font_cache_dir
-from crnn.data.latin_faces import latin_face
-from crnn.data.lines import is_han
+from crnn.data.faces import MANIFEST, face_package, face_role, faces, font_cache_dir
+from crnn.data.latin_faces import LATIN_MANIFEST, SUBFOLDER, latin_face, load_latin_manifest
 from crnn.data.probe_cache import probe_cache
 
 log = logging.getLogger(__name__)
@@ -216,6 +216,8 @@ def _drawn(path: str, chars: tuple[str, ...]) -> frozenset[str]:
     128-code-point block, skipping a large block when none of ``_QUICK_PROBE`` characters spread
     over it is drawn. A skipped glyph costs variety, never a tofu box.
     """
+    from crnn.data.lines import is_han  # imports torch (through the charset): not at import, for faces_stamp
+
     info = font_info(path)
     try:
         font = ImageFont.truetype(path, _PROBE_SIZE, layout_engine=ImageFont.Layout.BASIC)
@@ -355,6 +357,94 @@ def find_fonts(fonts_dir: str | None = None, split: str = "all") -> list[str]:
             f"install some ({APT_HINT}) or pass --fonts DIR"
         )
     return fonts
+
+
+# How the web faces of each manifest are fetched (faces the manifests list as Debian packages come with apt-get)
+FETCH_CJK = "python scripts/face_manifest.py --fetch"
+FETCH_LATIN = "python scripts/latin_faces.py --fetch"
+
+
+@dataclass(frozen=True)
+class ManifestCount:
+    """How many of a face manifest's training files a list of fonts holds, and how to get the missing ones."""
+
+    name: str  # "CJK faces", "Latin web faces"
+    manifest: str  # its file, as the repository names it
+    found: int
+    listed: int  # its training files, less those the generator refuses (``refused``)
+    refused: int  # by name (EXCLUDE_RE, thin weights) or by their probe here: never drawn, fetched or not
+    fetch: str  # the commands that bring the missing files ("" when none is missing)
+
+
+def manifest_counts(fonts: Sequence[str], alphabet: str) -> list[ManifestCount]:
+    """Per face manifest whose faces draw ``alphabet``'s text, how many of its training files ``fonts`` holds (by
+    file name, as :func:`face_role` matches them): the CJK faces when the alphabet has Han characters (no other text
+    is drawn in them, :class:`FontPicker`), the Latin web faces when it has ASCII letters (text without Han)."""
+    from crnn.data.lines import is_han
+
+    names = {os.path.basename(p).lower() for p in fonts}
+    refused = {os.path.basename(p).lower() for p, e in probe_cache(font_cache_dir()).entries.items()
+               if not e.get("value", {}).get("ok", True)}  # what find_fonts probed and refused here
+    out = []
+    if any(map(is_han, alphabet)):
+        out.append(_manifest_count("CJK faces", MANIFEST, faces("train"), names, refused, FETCH_CJK))
+    if set(alphabet) & set(string.ascii_letters):
+        latin = [f for f in load_latin_manifest() if f.role == "train"]
+        out.append(_manifest_count("Latin web faces", LATIN_MANIFEST, latin, names, refused, FETCH_LATIN))
+    return out
+
+
+def _manifest_count(name: str, manifest: str, rows: Sequence, names: set[str], refused: set[str],
+                    fetch: str) -> ManifestCount:
+    """:func:`manifest_counts` for one manifest's training rows (``Face`` or ``LatinFace``)."""
+    missing = [f for f in rows if f.file.lower() not in names]
+    never = [f for f in missing if f.file.lower() in refused or _excluded(f.file, "", "")]
+    missing = [f for f in missing if f not in never]
+    debian = sorted({f.package for f in missing if not f.npm})
+    how = ([fetch] if any(f.npm for f in missing) else []) + (["apt-get install " + " ".join(debian)] if debian else [])
+    return ManifestCount(name, os.path.join("crnn", "data", os.path.basename(manifest)),
+                         len(rows) - len(never) - len(missing), len(rows) - len(never), len(never), " and ".join(how))
+
+
+def describe_faces(fonts: Sequence[str], alphabet: str, fonts_dir: str | None = None) -> tuple[str, list[str]]:
+    """The log line on the faces text is rendered in, and one warning per manifest of :func:`manifest_counts` whose
+    training files are not all here (the run trains without them). Fonts from the user's own folder ``fonts_dir``:
+    that folder and its count, no warning."""
+    files = f"{len(fonts):,} font file{'' if len(fonts) == 1 else 's'}"
+    if fonts_dir is not None:
+        return f"faces: {files} from {fonts_dir}", []
+    counts = manifest_counts(fonts, alphabet)
+    line = (f"faces: {files} from the system font folders and the web-font cache ({font_cache_dir()})" + "".join(
+                f"; {c.name}: {c.found} of the {c.listed} training files of {c.manifest}"
+                + (f" ({c.refused} more refused by the generator)" if c.refused else "") for c in counts))
+    warnings = [f"faces: {'none' if c.found == 0 else c.listed - c.found} of the {c.listed} training files of "
+                f"{c.manifest} ({c.name}) {'is' if c.found == 0 else 'are not'} here, so the text is drawn without "
+                f"them; to train as the recipe says, fetch them: {c.fetch}" for c in counts if c.found < c.listed]
+    return line, warnings
+
+
+def faces_stamp(fonts_dir: str | None = None, split: str = "train") -> str:
+    """One line naming the faces :func:`find_fonts` gives (``faces none`` when none): the files per source (the
+    system font folders, the web-font cache and its Latin ``latin/`` folder, or ``fonts_dir``) and a short hash of
+    their sorted file names. Two runs with the same line drew from the same faces."""
+    try:
+        fonts = find_fonts(fonts_dir, split)
+    except NoFontsError:
+        return "faces none"
+    cache = os.path.realpath(font_cache_dir())
+    sources = Counter(_font_source(p, cache, fonts_dir) for p in fonts)
+    digest = hashlib.sha256("\n".join(sorted(os.path.basename(p) for p in fonts)).encode("utf-8")).hexdigest()[:16]
+    return (f"faces {len(fonts)} files ({', '.join(f'{k} {n}' for k, n in sorted(sources.items()))}), "
+            f"names {digest}")
+
+
+def _font_source(path: str, cache: str, fonts_dir: str | None) -> str:
+    """Where a font file of :func:`find_fonts` comes from (``cache``: the real path of the web-font cache)."""
+    if fonts_dir is not None:
+        return "folder"
+    if path.startswith(os.path.join(cache, SUBFOLDER, "")):
+        return "web-latin"
+    return "web" if path.startswith(os.path.join(cache, "")) else "system"
 
 
 @functools.lru_cache(maxsize=4096)
