@@ -79,3 +79,40 @@ def test_the_model_line_counts_every_parameter_and_says_what_is_frozen():
     fixed = load_config(None, ["data.width=160"])
     assert describe_model(fixed, bare, 96) == (f"model vgg_small: {total / 1e6:.2f} M parameters, 96 classes; "
                                                "T = 41 for its fixed width 160 (data.width)")
+
+
+def test_rendered_batches_say_which_faces_they_draw_from_and_warn_of_missing_web_faces(tmp_path, monkeypatch,
+                                                                                         caplog):
+    """Two probes trained on the system fonts alone, their recipe's 421 Latin web families never fetched, and no line
+    of their logs said so: now the faces are counted, and the missing ones named with the command that fetches them.
+    A fake font cache and system font folder (one copy of DejaVu Sans) make the count the test's own."""
+    import logging
+    import os
+    import shutil
+
+    from crnn.data import fonts as F
+    from crnn.data.latin_faces import load_latin_manifest
+
+    dejavu = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+    if not os.path.isfile(dejavu):
+        pytest.skip("needs the DejaVu fonts (scripts/setup.sh installs fonts-dejavu-core)")
+    (tmp_path / "system").mkdir()
+    shutil.copy(dejavu, tmp_path / "system" / "DejaVuSans.ttf")
+    monkeypatch.setattr(F, "SYSTEM_FONT_DIRS", (str(tmp_path / "system"),))
+    monkeypatch.setenv("CRNN_FONT_CACHE", str(tmp_path / "cache"))
+    cfg = load_config(None, ["data.synth_online=true", "data.synth_num=16", "data.val=[]", *TINY])
+    listed = sum(f.role == "train" for f in load_latin_manifest())
+    with caplog.at_level(logging.INFO, logger="crnn"):
+        feed = build(cfg, Charset.from_spec(cfg.model.charset), rank=0, world_size=1)
+    assert feed.fonts == (str(tmp_path / "system" / "DejaVuSans.ttf"),)
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.getMessage().startswith("faces: ")]
+    assert said == [("INFO", f"faces: 1 font file from the system font folders and the web-font cache "
+                             f"({tmp_path / 'cache'}); Latin web faces: 0 of the {listed} training files of "
+                             "crnn/data/latin_faces.tsv"),
+                    ("WARNING", f"faces: none of the {listed} training files of crnn/data/latin_faces.tsv (Latin web "
+                                "faces) is here, so the text is drawn without them; to train as the recipe says, "
+                                "fetch them: python scripts/latin_faces.py --fetch")]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="crnn"):
+        build(cfg, Charset.from_spec(cfg.model.charset), rank=1, world_size=2)
+    assert not [r for r in caplog.records if r.getMessage().startswith("faces: ")]  # once per run, not per rank

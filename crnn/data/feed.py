@@ -105,6 +105,8 @@ def build(cfg: Config, charset: Charset, *, rank: int = 0, world_size: int = 1) 
     val = _eval_loaders("data.val", d.val, read_geom, d.batch_size, rank, world_size)
     base_val = _eval_loaders("train.base_val", cfg.train.base_val, read_geom, d.batch_size, rank, world_size)
     fonts = getattr(train.loader.dataset, "fonts", None) if d.synth_online else None
+    if fonts is not None and rank == 0:
+        log_faces(fonts, charset.chars)
     real = getattr(train.loader.dataset, "real", None) if d.synth_online else None
     return Feed(train, val, base_val, describe_training(cfg, real), fonts)
 
@@ -140,6 +142,17 @@ def _online_loader(cfg: Config, charset: Charset, geom: dict, rank: int, world_s
                                    real=d.real_sources(), real_augment=RealAugment.from_data(d))
     except (ValueError, NoFontsError) as e:
         raise DataError(f"data.synth_online: {e}") from None
+
+
+def log_faces(fonts: list, alphabet: str) -> None:
+    """Say which faces the rendered lines are drawn from, and warn where a face manifest's training faces are missing
+    (:func:`crnn.data.fonts.describe_faces`): a run without them trains, on other faces than its recipe names."""
+    from crnn.data.fonts import describe_faces
+
+    line, warnings = describe_faces(fonts, alphabet)
+    log.info(line)
+    for warning in warnings:
+        log.warning(warning)
 
 
 def describe_training(cfg: Config, real: RealMix | None = None) -> str:
