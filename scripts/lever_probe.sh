@@ -12,8 +12,10 @@
 # development faces (data/zh_faces/dev_print, scripts/zh_benchmark.py builds it). The base arm
 # (runs/probe/base_STEPS_nNPROC) is run once and shared by every probe of that length and process count; the lever
 # arm is runs/probe/NAME_nNPROC. Ends with both arms' CER on
-# the development faces at every validation, side by side. A finished arm is kept while the pack, the config and its
-# command are the ones it was trained from (its probe.stamp), trained again when any differs. PROBE_DIR: where the
+# the development faces at every validation, side by side. A finished arm is kept while the pack, the config, its
+# command and the faces it draws from (crnn.data.fonts.faces_stamp: font files per source - system folders, the
+# web-font cache, its Latin web faces - and a hash of their names) are the ones it was trained from (its
+# probe.stamp), trained again when any differs. PROBE_DIR: where the
 # arms live (runs/probe). Never beside another CPU-heavy job (the arms would not see the same machine); on a GPU the
 # two arms take minutes (NPROC=1).
 # --val SET: the lever arm also validates on data/zh_faces/SET (a set of scripts/zh_benchmark.py, built there with
@@ -34,9 +36,9 @@
 # the table joins the arms on CPU-hours (each row names its steps). The precision is pinned (bf16 where the CPU has
 # native bf16 kernels, else off; AMP= overrides), the arms' base is runs/probe/base_1h_nNPROC. A lever arm that
 # starts from another file (train.init_weights=grown.pt, e.g. from tools/grow_cnn.py) is retrained when that file
-# changes. Each arm's probe.record names the code commit, the starting files' hashes, the CPU and the precision.
-# An arm cut short (Ctrl-C, a session's end: it saves last.pt) resumes from there when the probe is run again on a
-# CPU of the same model, with the same pack, config and command; elsewhere it starts afresh.
+# changes. Each arm's probe.record names the code commit, the starting files' hashes, the CPU, the faces and the
+# precision. An arm cut short (Ctrl-C, a session's end: it saves last.pt) resumes from there when the probe is run
+# again on a CPU of the same model, with the same pack, config, command and faces; elsewhere it starts afresh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -99,10 +101,16 @@ SECOND=${EXTRA:+data/zh_faces/$EXTRA}
 NP=${NPROC:-2}  # processes (x 32 lines a batch): arms are comparable only at the same count
 BASE=$PROBES/base_${STEPS}${TAG}_n$NP
 ARM=$PROBES/${NAME}_n$NP
-# what an arm was trained from: the pack's and the config's contents and the arm's command line. A finished arm is
-# kept only when its stamp matches: after a sitting packs new weights, or the recipe changes (as when a lever is
-# kept), the shared base arm is trained again instead of being compared, silently, with a lever arm from another start
+# what an arm was trained from: the pack's and the config's contents, the arm's command line and the faces its lines
+# are drawn in. A finished arm is kept only when its stamp matches: after a sitting packs new weights, the recipe
+# changes (as when a lever is kept) or web faces are fetched, the shared base arm is trained again instead of being
+# compared, silently, with a lever arm from another start or other faces
 hash16() { sha256sum "$1" 2>/dev/null | cut -c1-16; }
+faces() {  # the faces the arms draw from, listed once per probe (both arms render with this machine's fonts)
+  [ -x "$PY" ] || { echo "faces unknown (no $PY)"; return 0; }
+  "$PY" -c 'from crnn.data.fonts import faces_stamp; print(faces_stamp())'
+}
+FACES=$(faces) || { echo "lever_probe: cannot list the faces (crnn.data.fonts.faces_stamp failed)" >&2; exit 1; }
 starts() {  # the files an arm's command starts from: the pack, or a train.init_weights= that overrides it
   local kv last=$PACK
   for kv in "$@"; do [[ "$kv" != train.init_weights=* ]] || last=${kv#train.init_weights=}; done
@@ -111,7 +119,7 @@ starts() {  # the files an arm's command starts from: the pack, or a train.init_
 stamp() {
   local start
   start=$(starts "$@")
-  printf 'pack %s\nconfig %s\ncommand %s\n' "$(hash16 "$PACK")" "$(hash16 "$CONFIG")" "$*"
+  printf 'pack %s\nconfig %s\ncommand %s\n%s\n' "$(hash16 "$PACK")" "$(hash16 "$CONFIG")" "$*" "$FACES"
   [ "$start" == "$PACK" ] || printf 'start %s %s\n' "$start" "$(hash16 "$start")"
 }
 finished() {  # OUT SET: the arm's curve has its last row for SET (step STEPS, or the CPU budget spent)
@@ -128,15 +136,15 @@ run() {  # OUT VALS [overrides...]: one arm, unless its curve already has the la
   local cmd=(scripts/train_ddp.sh --nproc "$NP" "${COMMON[@]}" "data.val=[$vals]" "train.output_dir=$out" "$@")
   local want
   want=$(stamp "${cmd[@]}")
-  # done: the last step's row of its last validation set, from this pack, config and command
+  # done: the last step's row of its last validation set, from this pack, config, command and faces
   if finished "$out" "${vals##*,}"; then
     if [ "$(cat "$out/probe.stamp" 2>/dev/null)" == "$want" ]; then
-      echo "lever_probe: $out is done ($LAST in its curve, same pack, config and command); kept" >&2
+      echo "lever_probe: $out is done ($LAST in its curve, same pack, config, command and faces); kept" >&2
       [ -z "$DRY" ] || echo "${cmd[*]}"
       return 0  # (a bare return would pass on the test's status: 1, which set -e turns into a silent exit)
     fi
-    echo "lever_probe: $out was trained from another pack, config or command than now ($out/probe.stamp); it is" \
-      "trained again" >&2
+    echo "lever_probe: $out was trained from another pack, config, command or faces than now ($out/probe.stamp;" \
+      "faces now: ${FACES#faces }); it is trained again" >&2
   fi
   # an arm cut short (a session's end, Ctrl-C: it saved last.pt) resumes where it stopped, on a CPU of the same model
   # only (one table, one machine); anything else starts it afresh
@@ -144,17 +152,18 @@ run() {  # OUT VALS [overrides...]: one arm, unless its curve already has the la
   here=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')
   if [ -f "$out/last.pt" ] && [ "$(cat "$out/probe.pending" 2>/dev/null)" == "$want"$'\n'"cpu $here" ]; then
     resume=(train.resume=auto)
-    echo "lever_probe: $out was cut short (its last.pt, same pack, config, command and CPU); it resumes" >&2
+    echo "lever_probe: $out was cut short (its last.pt, same pack, config, command, faces and CPU); it resumes" >&2
   fi
   if [ -n "$DRY" ]; then echo "${cmd[*]}${resume:+ ${resume[*]}}"; return 0; fi
   if [ -z "${resume[*]}" ]; then
     rm -rf "$out"
     mkdir -p "$out"
-    local start
+    local start commit
     start=$(starts "${cmd[@]}")
-    printf 'commit %s%s\nstart %s %s\ncpu %s\ncommand %s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo none)" \
+    commit=$(git rev-parse --short HEAD 2>/dev/null || echo none)
+    printf 'commit %s%s\nstart %s %s\ncpu %s\ncommand %s\n%s\n' "$commit" \
       "$([ -z "$(git status --porcelain crnn configs scripts tools 2>/dev/null)" ] || echo ' (with uncommitted changes)')" \
-      "$start" "$(hash16 "$start")" "$here" "${cmd[*]}" > "$out/probe.record"
+      "$start" "$(hash16 "$start")" "$here" "${cmd[*]}" "$FACES" > "$out/probe.record"
   fi
   printf '%s\ncpu %s\n' "$want" "$here" > "$out/probe.pending"
   echo "lever_probe: $out (${HOURS:+$HOURS CPU-hours}$([ -n "$HOURS" ] || echo "$STEPS steps")): log in $out/train.log"

@@ -1,11 +1,43 @@
 """scripts/lever_probe.sh: two arms from the committed pack that differ only by the lever (checked on --dry-run)."""
 from __future__ import annotations
 
+import hashlib
+import shutil
 import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "lever_probe.sh"
+FACES = "faces 3 files (system 2, web-latin 1), names 0123456789abcdef"
+
+
+def _tree(root: Path, faces: str = FACES) -> Path:
+    """A copy of the script at ``root`` beside the repository's weights and configs, with a .venv/bin/python that
+    only prints ``faces`` (what crnn.data.fonts.faces_stamp says): the test's own faces, whatever fonts are here."""
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy(SCRIPT, root / "scripts")
+    for name in ("weights", "configs"):
+        (root / name).symlink_to(REPO / name)
+    _set_faces(root, faces)
+    return root
+
+
+def _set_faces(root: Path, faces: str) -> None:
+    """What the fake python of :func:`_tree` prints as the machine's faces."""
+    py = root / ".venv" / "bin" / "python"
+    py.parent.mkdir(parents=True, exist_ok=True)
+    py.write_text(f"#!/bin/sh\necho '{faces}'\n")
+    py.chmod(0o755)
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def _head(model: str = "zh") -> str:
+    """The first lines of an arm's stamp: its pack's and config's hashes."""
+    pack, config = {"zh": ("crnn_zh_lines.pt", "shipped_zh.yaml"), "en": ("crnn_en.pt", "shipped_en.yaml")}[model]
+    return f"pack {_sha(REPO / 'weights' / pack)}\nconfig {_sha(REPO / 'configs' / config)}\n"
 
 
 def _run(*args: str, nproc: str = "2", amp: str | None = None) -> subprocess.CompletedProcess:
@@ -67,43 +99,72 @@ def _finished(arm: Path, steps: int, stamp: str | None) -> None:
         (arm / "probe.stamp").write_text(stamp)
 
 
-def test_a_finished_arm_is_kept_only_while_its_pack_config_and_command_are_the_same(tmp_path):
-    """The shared base arm outlives a sitting's new pack and a kept lever's config change; comparing a new lever arm
-    with it then would measure the pack or the recipe, not the lever. Its stamp says what it was trained from."""
-    import hashlib
-
-    def sha(path: Path) -> str:
-        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-
-    env = {"PATH": "/usr/bin:/bin", "NPROC": "2", "PROBE_DIR": str(tmp_path)}
-    args = ["bash", str(SCRIPT), "--dry-run", "squeeze", "2000", "data.synth_squeeze=0.5"]
-    fresh = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=60, env=env)
+def test_a_finished_arm_is_kept_only_while_its_pack_config_command_and_faces_are_the_same(tmp_path):
+    """The shared base arm outlives a sitting's new pack, a kept lever's config change and a fetch of web faces;
+    comparing a new lever arm with it then would measure the pack, the recipe or the faces, not the lever. Its stamp
+    says what it was trained from."""
+    root = _tree(tmp_path / "repo")
+    env = {"PATH": "/usr/bin:/bin", "NPROC": "2"}
+    args = ["bash", str(root / "scripts" / "lever_probe.sh"), "--dry-run", "squeeze", "2000", "data.synth_squeeze=0.5"]
+    fresh = subprocess.run(args, capture_output=True, text=True, cwd=root, timeout=60, env=env)
     assert fresh.returncode == 0 and fresh.stderr == "", fresh.stderr
     base_cmd = fresh.stdout.splitlines()[0]
-    assert f"train.output_dir={tmp_path}/base_2000_n2" in base_cmd.split()
-    stamp = (f"pack {sha(REPO / 'weights' / 'crnn_zh_lines.pt')}\nconfig {sha(REPO / 'configs' / 'shipped_zh.yaml')}\n"
-             f"command {base_cmd}\n")
-    _finished(tmp_path / "base_2000_n2", 2000, stamp)
-    _finished(tmp_path / "squeeze_n2", 2000, stamp.replace("pack ", "pack 0"))  # another pack
-    r = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=60, env=env)
+    assert "train.output_dir=runs/probe/base_2000_n2" in base_cmd.split()
+    stamp = f"{_head()}command {base_cmd}\n{FACES}\n"
+    _finished(root / "runs/probe/base_2000_n2", 2000, stamp)
+    _finished(root / "runs/probe/squeeze_n2", 2000, stamp.replace("pack ", "pack 0"))  # another pack
+    r = subprocess.run(args, capture_output=True, text=True, cwd=root, timeout=60, env=env)
     assert r.returncode == 0 and r.stdout == fresh.stdout
-    assert f"{tmp_path}/base_2000_n2 is done" in r.stderr and "kept" in r.stderr
-    assert f"{tmp_path}/squeeze_n2 was trained from another pack, config or command" in r.stderr
-    (tmp_path / "base_2000_n2" / "probe.stamp").unlink()  # arms from before stamps: trained again
-    r = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=60, env=env)
-    assert f"{tmp_path}/base_2000_n2 was trained from another" in r.stderr
+    assert "runs/probe/base_2000_n2 is done" in r.stderr and "kept" in r.stderr
+    assert "runs/probe/squeeze_n2 was trained from another pack, config, command or faces" in r.stderr
+    _set_faces(root, FACES.replace("1), names 0123", "2), names 4567"))  # Latin web faces fetched since
+    r = subprocess.run(args, capture_output=True, text=True, cwd=root, timeout=60, env=env)
+    assert r.returncode == 0 and r.stdout == fresh.stdout
+    assert "runs/probe/base_2000_n2 was trained from another pack, config, command or faces than now " \
+        "(runs/probe/base_2000_n2/probe.stamp; faces now: 3 files (system 2, web-latin 2), names 4567" in r.stderr
+    _set_faces(root, FACES)
+    (root / "runs/probe/base_2000_n2/probe.stamp").write_text(stamp.replace(f"{FACES}\n", ""))  # before faces
+    r = subprocess.run(args, capture_output=True, text=True, cwd=root, timeout=60, env=env)
+    assert "runs/probe/base_2000_n2 was trained from another" in r.stderr
+    (root / "runs/probe/base_2000_n2/probe.stamp").unlink()  # arms from before stamps: trained again
+    r = subprocess.run(args, capture_output=True, text=True, cwd=root, timeout=60, env=env)
+    assert "runs/probe/base_2000_n2 was trained from another" in r.stderr
+
+
+def test_an_arm_records_the_faces_it_drew_from_and_is_trained_again_with_other_faces(tmp_path):
+    """A real (not dry) run with a stand-in trainer: probe.record and probe.stamp name the faces; run again, the
+    finished arms are kept; with other faces here, both are trained again and record the new ones."""
+    root = _tree(tmp_path / "repo")
+    (root / "data" / "zh_faces" / "dev_print").mkdir(parents=True)
+    (root / "data" / "zh_faces" / "dev_print" / "gt.txt").write_text("a.png\t中\n")
+    trainer = root / "scripts" / "train_ddp.sh"
+    trainer.write_text("#!/bin/bash\nfor a in \"$@\"; do case $a in train.output_dir=*) out=${a#*=} ;; esac; done\n"
+                       "printf 'step\\tlines_seen\\tcpu_seconds\\twall_seconds\\tset\\tcer\\tword_acc\\n"
+                       "8\\t1\\t1\\t1\\tdata/zh_faces/dev_print\\t0.1\\t0.5\\n' > \"$out/curve.tsv\"\n")
+    trainer.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "NPROC": "2"}
+    args = ["bash", str(root / "scripts" / "lever_probe.sh"), "squeeze", "8", "data.synth_squeeze=0.5"]
+    first = subprocess.run(args, capture_output=True, text=True, cwd=root, timeout=60, env=env)
+    assert first.returncode == 0, first.stderr
+    arms = [root / "runs/probe/base_8_n2", root / "runs/probe/squeeze_n2"]
+    for arm in arms:
+        assert (arm / "probe.record").read_text().splitlines()[-1] == FACES
+        assert (arm / "probe.stamp").read_text().splitlines()[-1] == FACES
+    again = subprocess.run(args, capture_output=True, text=True, cwd=root, timeout=60, env=env)
+    assert again.returncode == 0 and again.stderr.count("is done") == 2 and "log in" not in again.stdout
+    assert again.stdout.splitlines() == first.stdout.splitlines()[2:]  # the table, nothing trained
+    other = FACES.replace("names 0123", "names 9876")
+    _set_faces(root, other)
+    third = subprocess.run(args, capture_output=True, text=True, cwd=root, timeout=60, env=env)
+    assert third.returncode == 0 and third.stderr.count("was trained from another pack, config, command or faces") == 2
+    for arm in arms:
+        assert (arm / "probe.record").read_text().splitlines()[-1] == other
 
 
 def test_the_english_model_probes_on_its_real_development_set(tmp_path):
     """MODEL=en: the arms start from weights/crnn_en.pt with configs/shipped_en.yaml, validate on data/en_dev and
     end with both arms' exact and 36-class word accuracy at each validation, side by side."""
-    import hashlib
-    import shutil
-
-    (tmp_path / "scripts").mkdir()
-    shutil.copy(SCRIPT, tmp_path / "scripts")
-    for name in ("weights", "configs"):
-        (tmp_path / name).symlink_to(REPO / name)
+    _tree(tmp_path)
     for name in ("en_dev", "ic15_dev"):
         (tmp_path / "data" / name).mkdir(parents=True)
         (tmp_path / "data" / name / "gt.txt").write_text("a.png\tA\n")
@@ -117,11 +178,6 @@ def test_the_english_model_probes_on_its_real_development_set(tmp_path):
     assert "--config configs/shipped_en.yaml" in base and "train.init_weights=weights/crnn_en.pt" in base
     assert "data.val=[data/en_dev,data/ic15_dev]" in base.split()
     assert "train.output_dir=runs/probe_en/base_8_n2" in base.split()
-
-    def sha(path: Path) -> str:
-        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-
-    head = "pack " + sha(REPO / "weights" / "crnn_en.pt") + "\nconfig " + sha(REPO / "configs" / "shipped_en.yaml")
     for out, cmd, acc in ((tmp_path / "runs/probe_en/base_8_n2", base, (0.80, 0.90)),
                           (tmp_path / "runs/probe_en/real_n2", arm, (0.85, 0.95))):
         out.mkdir(parents=True)
@@ -130,7 +186,7 @@ def test_the_english_model_probes_on_its_real_development_set(tmp_path):
                 for s in (2, 4, 6, 8) for d, k in (("data/en_dev", 0), ("data/ic15_dev", 0.3))]
         (out / "curve.tsv").write_text("step\tlines_seen\tcpu_seconds\twall_seconds\tset\tcer\tword_acc\n"
                                        + "".join(rows))
-        (out / "probe.stamp").write_text(f"{head}\ncommand {cmd}\n")
+        (out / "probe.stamp").write_text(f"{_head('en')}command {cmd}\n{FACES}\n")
     r = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, timeout=60, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [
@@ -152,13 +208,7 @@ def test_a_cpu_budget_gives_both_arms_equal_cpu_hours_and_joins_them_on_it(tmp_p
     """NAME 1h: both arms end when they have spent one CPU-hour (train.cpu_hours) with the precision pinned, validate
     at every quarter of it, and the table joins them on CPU-hours, each cell naming its steps; an arm that starts from
     another file (a grown pack) is trained again when that file changes."""
-    import hashlib
-    import shutil
-
-    (tmp_path / "scripts").mkdir()
-    shutil.copy(SCRIPT, tmp_path / "scripts")
-    for name in ("weights", "configs"):
-        (tmp_path / name).symlink_to(REPO / name)
+    _tree(tmp_path)
     (tmp_path / "data" / "zh_faces" / "dev_print").mkdir(parents=True)
     (tmp_path / "data" / "zh_faces" / "dev_print" / "gt.txt").write_text("a.png\t中\n")
     grown = tmp_path / "grown.pt"
@@ -176,18 +226,13 @@ def test_a_cpu_budget_gives_both_arms_equal_cpu_hours_and_joins_them_on_it(tmp_p
             assert kv in line.split(), (kv, line)
     assert "train.output_dir=runs/probe/base_1h_n2" in base.split() and "model.cnn_width" not in base
     assert arm.endswith(f"train.output_dir=runs/probe/wide_n2 model.cnn_width=2 train.init_weights={grown}")
-
-    def sha(path: Path) -> str:
-        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-
-    head = f"pack {sha(REPO / 'weights' / 'crnn_zh_lines.pt')}\nconfig {sha(REPO / 'configs' / 'shipped_zh.yaml')}\n"
     for out, cmd, rows in ((tmp_path / "runs/probe/base_1h_n2", base, ((400, 905, 0.15), (1600, 3612, 0.14))),
                            (tmp_path / "runs/probe/wide_n2", arm, ((150, 910, 0.16), (600, 3650, 0.12)))):
         out.mkdir(parents=True)
         (out / "curve.tsv").write_text("step\tlines_seen\tcpu_seconds\twall_seconds\tset\tcer\tword_acc\n" + "".join(
             f"{s}\t1\t{c}\t1\tdata/zh_faces/dev_print\t{cer}\t0.5\n" for s, c, cer in rows))
-        start = f"start {grown} {sha(grown)}\n" if out.name == "wide_n2" else ""
-        (out / "probe.stamp").write_text(f"{head}command {cmd}\n{start}")
+        start = f"start {grown} {_sha(grown)}\n" if out.name == "wide_n2" else ""
+        (out / "probe.stamp").write_text(f"{_head()}command {cmd}\n{FACES}\n{start}")
     r = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, timeout=60, env=env)
     assert r.returncode == 0, r.stderr
     assert "runs/probe/wide_n2 is done" in r.stderr
@@ -200,37 +245,35 @@ def test_a_cpu_budget_gives_both_arms_equal_cpu_hours_and_joins_them_on_it(tmp_p
     again = subprocess.run(args[:2] + ["--dry-run"] + args[2:], capture_output=True, text=True, cwd=tmp_path,
                            timeout=60, env=env)
     assert "runs/probe/base_1h_n2 is done" in again.stderr
-    assert "runs/probe/wide_n2 was trained from another pack, config or command" in again.stderr
+    assert "runs/probe/wide_n2 was trained from another pack, config, command or faces" in again.stderr
     for bad in ("0h", "h", "-1h", "1.5x"):
         assert _run("--dry-run", "wide", bad, "model.cnn_width=2").returncode == 2, bad
 
 
 def test_an_arm_cut_short_resumes_on_the_same_cpu_and_starts_afresh_elsewhere(tmp_path):
     """An arm stopped before its end (a session's end) left last.pt and probe.pending: run again with the same pack,
-    config and command on a CPU of the same model, it resumes (train.resume=auto); a pending stamp from another CPU
-    or command does not resume."""
-    import hashlib
-
-    env = {"PATH": "/usr/bin:/bin", "NPROC": "2", "PROBE_DIR": str(tmp_path), "AMP": "bf16"}
-    args = ["bash", str(SCRIPT), "--dry-run", "wide", "1h", "model.cnn_width=2"]
-    fresh = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=60, env=env)
+    config, command and faces on a CPU of the same model, it resumes (train.resume=auto); a pending stamp from another
+    CPU, command or set of faces does not resume."""
+    root = _tree(tmp_path / "repo")
+    env = {"PATH": "/usr/bin:/bin", "NPROC": "2", "AMP": "bf16"}
+    args = ["bash", str(root / "scripts" / "lever_probe.sh"), "--dry-run", "wide", "1h", "model.cnn_width=2"]
+    fresh = subprocess.run(args, capture_output=True, text=True, cwd=root, timeout=60, env=env)
     assert fresh.returncode == 0, fresh.stderr
     base_cmd, arm_cmd = fresh.stdout.splitlines()
-
-    def sha(path: Path) -> str:
-        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-
     cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-    head = f"pack {sha(REPO / 'weights' / 'crnn_zh_lines.pt')}\nconfig {sha(REPO / 'configs' / 'shipped_zh.yaml')}\n"
-    arm = tmp_path / "wide_n2"
-    arm.mkdir()
+    arm = root / "runs/probe/wide_n2"
+    arm.mkdir(parents=True)
     (arm / "last.pt").write_bytes(b"cut short")
-    (arm / "probe.pending").write_text(f"{head}command {arm_cmd}\ncpu {cpu}\n")
-    r = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=60, env=env)
+    (arm / "probe.pending").write_text(f"{_head()}command {arm_cmd}\n{FACES}\ncpu {cpu}\n")
+    r = subprocess.run(args, capture_output=True, text=True, cwd=root, timeout=60, env=env)
     assert r.stdout.splitlines() == [base_cmd, arm_cmd + " train.resume=auto"]
-    assert f"{arm} was cut short" in r.stderr and "it resumes" in r.stderr
-    (arm / "probe.pending").write_text(f"{head}command {arm_cmd}\ncpu Another CPU\n")
-    r = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=60, env=env)
+    assert "runs/probe/wide_n2 was cut short" in r.stderr and "it resumes" in r.stderr
+    _set_faces(root, "faces none")
+    r = subprocess.run(args, capture_output=True, text=True, cwd=root, timeout=60, env=env)
+    assert r.stdout == fresh.stdout and "cut short" not in r.stderr
+    _set_faces(root, FACES)
+    (arm / "probe.pending").write_text(f"{_head()}command {arm_cmd}\n{FACES}\ncpu Another CPU\n")
+    r = subprocess.run(args, capture_output=True, text=True, cwd=root, timeout=60, env=env)
     assert r.stdout == fresh.stdout and "cut short" not in r.stderr
 
 
