@@ -237,3 +237,12 @@ def test_rare_han_supplement_files_join_no_font_pool(tmp_path) -> None:
         for split in ("train", "heldout", "all"):
             with pytest.raises(NoFontsError):
                 find_fonts(str(d), split)
+
+
+def test_an_icon_face_is_refused_by_name_but_a_gothic_one_is_not():
+    """'icon' refuses icon faces; it once also matched inside 'GothicOne', so a listed training face never drew."""
+    from crnn.data.fonts import _excluded
+
+    for name in ("MaterialIcons-Regular.ttf", "ionicons.ttf", "Iconic.otf", "fontawesome-webfont.ttf"):
+        assert _excluded(f"/f/{name}", "", "Regular"), name
+    assert not _excluded("/f/DelaGothicOne-merged.ttf", "Dela Gothic One", "Regular")

@@ -37,9 +37,9 @@ SYSTEM_FONT_DIRS: tuple[str, ...] = (
     "~/.local/share/fonts",
 )
 FONT_EXTS = (".ttf", ".otf", ".ttc")
-# Symbol, dingbat, icon and math faces map letters to pictures; none of them is a word font.
+# Symbol, dingbat, icon and math faces map letters to pictures; none of them is a word font. (icon, not in "GothicOne")
 EXCLUDE_RE = re.compile(
-    r"symbol|dingbat|d050000l|emoji|icon|awesome|math|braille|ornament|webfont|wingding|powerline|barcode"
+    r"symbol|dingbat|d050000l|emoji|icon(?!e)|awesome|math|braille|ornament|webfont|wingding|powerline|barcode"
     # letters in key-cap boxes, inverse/outline OCR variants, unreadable display faces
     r"|biolinum_k|ocrb[efx]\b|flatline|winks|f500|ferrite"
     # the rare-Han supplements of TW-Kai/TW-Sung (CNS 11643 Ext-B and private-use planes): no common Hanzi, and a
