@@ -491,7 +491,7 @@ def test_fine_tune_from_a_printable95_start_with_its_own_rehearsal(tmp_path, cap
     engine = f"as {start} was trained: printable95 words, style default, signs 0.25, street 0.35, squeeze 0.2"
     assert f"generating 16 synthetic samples into {rehearsal} (seed 7) {engine}" in text
     assert f"generating 8 synthetic samples into {base_val} (seed 1000010) {engine}" in text
-    assert "(not the real crops it also trained on: 5% from data/en_real_train)" in text
+    assert "(not the real crops it also trained on: 5% from data/en_real_train, 10% from data/ic15_real_train)" in text
     assert "alphabet change: 95 kept, 1 new ('€'), 0 dropped" in text
     assert "teaches every sample whose label it could read (KL per frame, the same characters, case kept)" in text
     assert "was trained reading crops otherwise" not in text

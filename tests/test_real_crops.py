@@ -48,9 +48,11 @@ def two(tmp_path):
 # ------------------------------------------------------------------------------------------------ the config keys
 def test_one_path_and_one_share_read_as_before_and_lists_as_sources():
     shipped = load_config(REPO / "configs" / "shipped_en.yaml")
-    assert (shipped.data.synth_real, shipped.data.synth_real_share) == ("data/en_real_train", 0.05)
-    assert shipped.data.real_sources() == [("data/en_real_train", 0.05)]
+    assert shipped.data.real_sources() == [("data/en_real_train", 0.05), ("data/ic15_real_train", 0.1)]
     assert not RealAugment.from_data(shipped.data) and RealAugment.from_data(shipped.data).describe() == ""
+    one = load_config(None, [*ONLINE, "data.synth_real=data/en_real_train", "data.synth_real_share=0.05"])
+    assert (one.data.synth_real, one.data.synth_real_share) == ("data/en_real_train", 0.05)
+    assert one.data.real_sources() == [("data/en_real_train", 0.05)]
     cfg = load_config(None, [*ONLINE, "data.synth_real=[r/a, r/b]", "data.synth_real_share=[0.05, 0.1]",
                              "data.real_blur=0.3", "data.real_tighten=0.2"])
     assert cfg.data.real_sources() == [("r/a", 0.05), ("r/b", 0.1)]
