@@ -448,7 +448,7 @@ def test_rehearsal_in_the_starts_own_style(tmp_path):
     assert (opts.charset, opts.text, opts.style, opts.max_len) == ("printable95", "words", "default", 25)
     assert (opts.signs, opts.street, opts.squeeze, opts.weight, opts.jitter, opts.photos) == (0.25, 0.35, 0.2, 0.2,
                                                                                               0.1, 0.2)
-    assert stored.data.synth_real_share == 0.05  # not rendered: the log says so
+    assert stored.data.synth_real_share == [0.05, 0.1]  # not rendered: the log says so
     alnum = tmp_path / "alnum36.pt"
     save_checkpoint(model_checkpoint(build_model("vgg_small", 1, 37, 16), Config(), Charset.from_spec("alnum36")),
                     alnum)

@@ -35,6 +35,14 @@ def vertical_note(width: int, height: int) -> str:
             f"bottom, or text turned sideways), or pass vertical='off' to read it as it is")
 
 
+def vertical_line(mode: str, counts: dict) -> str:
+    """crnn-eval's line (table and report) on the tall crops read under a vertical mode: ``counts`` {"tall", "read"}."""
+    tall, read = counts["tall"], counts["read"]
+    rest = f"; {tall - read} read as they are (no two characters found to stack)" if tall > read else ""
+    return (f"vertical {mode}: {read} of {tall} crop(s) at least {VERTICAL_RATIO:g}x taller than wide read as "
+            f"horizontal lines, each the most confident way{rest}")
+
+
 def vertical_summary(tall: list[tuple[str, int, int]], total: int) -> str:
     """The one warning for a read of ``total`` images of which ``tall`` (name, width, height) are tall ("" for none):
     one crop's own note, or a count with the first few names."""

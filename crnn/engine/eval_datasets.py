@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TextIO
 
-from crnn.data.vertical import VERTICAL_RATIO, is_vertical
+from crnn.data.vertical import is_vertical, vertical_line
 from crnn.decode import DECODE_METHODS
 from crnn.infer import AMP_MODES, VerticalCandidates
 from crnn.metrics import PROTOCOL_CHOICES
@@ -304,14 +304,6 @@ def _add_vertical(summary: dict, mode: str, counts: list[dict]) -> None:
     for row, c in zip(summary["datasets"], counts):
         row["vertical"] = dict(c)
     summary["overall"]["vertical"] = {k: sum(c[k] for c in counts) for k in ("tall", "read")}
-
-
-def vertical_line(mode: str, counts: dict) -> str:
-    """The table's line on tall crops under a vertical mode."""
-    tall, read = counts["tall"], counts["read"]
-    rest = f"; {tall - read} read as they are (no two characters found to stack)" if tall > read else ""
-    return (f"vertical {mode}: {read} of {tall} crop(s) at least {VERTICAL_RATIO:g}x taller than wide read as "
-            f"horizontal lines, each the most confident way{rest}")
 
 
 def print_table(s: dict, out: TextIO) -> None:

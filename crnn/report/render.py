@@ -10,6 +10,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from crnn.data.vertical import vertical_line
 from crnn.metrics import describe_protocol
 from crnn.report import analysis as A
 from crnn.report.svg import CHART_CSS, bar_chart
@@ -131,8 +132,6 @@ def _header(meta: dict) -> str:
     weights = readable_path(str(meta["weights"]))
     tall = ""
     if "vertical" in meta:  # crnn-eval --vertical MODE: how the tall crops were read
-        from crnn.engine.eval_datasets import vertical_line
-
         line = vertical_line(meta["vertical"], meta["overall"]["vertical"])
         tall = f"<tr><th>tall crops</th><td>{escape(line)}</td></tr>"
     return (f"<h1>Evaluation report</h1><table class='meta'>"
