@@ -137,3 +137,13 @@ def zh_bench():
     yield mod
     sys.modules.pop("zh_benchmark", None)
 
+
+@pytest.fixture()
+def own_font_cache(tmp_path, monkeypatch):
+    """A web-font cache (and font probe cache) of the test's own, empty at the start, never the user's."""
+    from crnn.data import fonts
+
+    monkeypatch.setenv("CRNN_FONT_CACHE", str(tmp_path / "cache"))
+    fonts.font_info.cache_clear()
+    yield tmp_path / "cache"
+    fonts.font_info.cache_clear()

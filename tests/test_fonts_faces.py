@@ -18,13 +18,7 @@ LATIN_TRAIN = [f for f in load_latin_manifest() if f.role == "train"]
 CJK_TRAIN = faces("train")
 
 
-@pytest.fixture(autouse=True)
-def _own_font_cache(tmp_path, monkeypatch):
-    """An empty web-font cache (and probe cache) of the test's own, never the user's."""
-    monkeypatch.setenv("CRNN_FONT_CACHE", str(tmp_path / "cache"))
-    F.font_info.cache_clear()
-    yield
-    F.font_info.cache_clear()
+pytestmark = pytest.mark.usefixtures("own_font_cache")  # tests/conftest.py: a font cache of its own
 
 
 def _cache(*names: str) -> list[str]:

@@ -25,13 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 
 
-@pytest.fixture(autouse=True)
-def _own_font_cache(tmp_path, monkeypatch):
-    """Every test here probes and fetches into its own font cache, never the user's."""
-    monkeypatch.setenv("CRNN_FONT_CACHE", str(tmp_path / "cache"))
-    F.font_info.cache_clear()
-    yield
-    F.font_info.cache_clear()
+pytestmark = pytest.mark.usefixtures("own_font_cache")  # tests/conftest.py: a font cache of its own
 
 
 def _dejavu() -> str:
