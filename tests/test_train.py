@@ -363,6 +363,30 @@ def test_a_cosine_over_cpu_hours_decays_with_the_budget_spent_not_the_steps():
         load_config(None, ["train.schedule_over=wall"])
 
 
+@pytest.mark.parametrize("over", ["steps", "cpu_hours"])
+def test_the_first_step_after_a_sitting_pack_is_warmed_up_at_the_pack_s_cpu_count(over):
+    """A pack holds no Adam moments: its first update is warmed up again (1/warmup of the schedule), and a schedule
+    over CPU-hours stands where the pack's CPU count puts it, not at the start of its budget."""
+    from crnn.engine.checkpoint import Checkpoint
+    from crnn.engine.optim import build_optimizer, build_scheduler
+    from crnn.engine.state import TrainState, restore
+
+    cfg = load_config(None, ["train.steps=1000", "train.warmup_steps=10", "train.lr=1e-3", "train.min_lr_ratio=0",
+                             "train.cpu_hours=1", f"train.schedule_over={over}"])
+    model, st = torch.nn.Linear(2, 2), TrainState()
+    opt = build_optimizer(cfg, model)
+    sched = build_scheduler(cfg, opt, st)
+    pack = Checkpoint("pack.pt", model.state_dict(), kind="weights",
+                      raw={"resumable": True, "state": {"step": 500, "cpu_seconds": 2700.0}})
+    vars(st).update(vars(restore(pack, model, opt, sched, None, cfg)))
+    at = lr_factor(500, cfg, 2700.0)  # three quarters of the budget spent, or 490 of the 990 steps after the warm-up
+    assert at == pytest.approx(0.1464 if over == "cpu_hours" else 0.5079, abs=1e-4)
+    assert opt.param_groups[0]["lr"] == pytest.approx(1e-3 * at / 10)
+    opt.step()
+    sched.step()
+    assert opt.param_groups[0]["lr"] == pytest.approx(1e-3 * lr_factor(501, cfg, 2700.0) * 2 / 10)
+
+
 def test_a_run_with_a_cosine_over_its_cpu_budget_ends_near_the_floor(tmp_path, words_lmdb, val_lmdb):
     """The scheduler reads the run's CPU count: at the end of the budget the learning rate is near min_lr_ratio."""
     budget = 0.002  # 7.2 CPU-seconds, looked at every step (train.log_every=1)

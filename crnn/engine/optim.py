@@ -56,11 +56,15 @@ def build_scheduler(cfg: Config, opt: torch.optim.Optimizer, state=None) -> torc
     """LambdaLR over :func:`lr_factor` (state is just the step count, so resume is exact). ``state``: the run's
     TrainState, whose ``optimizer_restart`` (set when resuming from a sitting pack) adds :func:`rewarm_factor` and
     whose ``cpu_seconds`` drive a schedule over CPU-hours (that count moves every few steps, on every rank alike)."""
-    def factor(s: int) -> float:
-        restart = getattr(state, "optimizer_restart", -1) if state is not None else -1
-        cpu = getattr(state, "cpu_seconds", 0.0) if state is not None else 0.0
-        return lr_factor(s, cfg, cpu) * rewarm_factor(s, restart, cfg.train.warmup_steps)
-    return torch.optim.lr_scheduler.LambdaLR(opt, factor)
+    return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: schedule_factor(s, cfg, state))
+
+
+def schedule_factor(step: int, cfg: Config, state=None) -> float:
+    """The scheduler's multiplier at ``step`` for a run whose counters are ``state`` (None: a fresh run): the
+    schedule at its CPU count, times the warm-up again after an optimizer restart."""
+    restart = getattr(state, "optimizer_restart", -1) if state is not None else -1
+    cpu = getattr(state, "cpu_seconds", 0.0) if state is not None else 0.0
+    return lr_factor(step, cfg, cpu) * rewarm_factor(step, restart, cfg.train.warmup_steps)
 
 
 def build_scaler(cfg: Config, rt: Runtime) -> torch.amp.GradScaler | None:

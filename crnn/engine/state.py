@@ -16,6 +16,7 @@ from crnn.engine import distributed as D
 from crnn.engine.average import WeightAverage
 from crnn.engine.checkpoint import Checkpoint, CheckpointError, clean_state_dict, load_checkpoint, \
     load_model_weights, model_checkpoint, save_checkpoint, unwrap_model
+from crnn.engine.optim import schedule_factor
 from crnn.engine.runtime import Runtime, TrainingError
 
 log = logging.getLogger("crnn")
@@ -200,8 +201,8 @@ def restore_pack(ck: Checkpoint, model, opt, sched, cfg: Config) -> TrainState:
     st = TrainState(**{k: v for k, v in ck.raw["state"].items() if k in TrainState.__dataclass_fields__})
     st.optimizer_restart = st.step
     sched.last_epoch = st.step
-    for group, base, factor in zip(opt.param_groups, sched.base_lrs, sched.lr_lambdas):
-        group["lr"] = base * factor(st.step)
+    for group, base in zip(opt.param_groups, sched.base_lrs):  # the pack's counters: the scheduler's are fresh yet
+        group["lr"] = base * schedule_factor(st.step, cfg, st)
     sched._last_lr = [g["lr"] for g in opt.param_groups]
     log.info("resumed from the sitting pack %s at step %d (%d lines seen, %.1f CPU-hours so far); it holds no "
              "optimizer state: %s starts afresh, its learning rate warmed up again over %d steps", ck.path, st.step,
