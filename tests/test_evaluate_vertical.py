@@ -138,6 +138,17 @@ def test_warn_reads_and_reports_as_without_the_option(weights, data, capsys):
     assert tables[0] == tables[1] and not any("vertical" in line for line in tables[0])
 
 
+def test_a_second_checkpoint_under_warn_reads_tall_crops_as_they_are_without_a_warning(weights, data, capsys):
+    """--vertical warn: crnn-eval says nothing about tall crops, for a second --weights either; its column is named
+    by the file alone and scores what the first reads."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = run_json(["--weights", str(weights), "--weights", str(weights), "--data", str(data["warn"])], capsys)
+    assert [str(w.message) for w in caught if "taller than wide" in str(w.message)] == []
+    (other,) = s["against"]
+    assert other["name"] == str(weights) and other["overall"]["word_acc"] == s["overall"]["word_acc"] == 1.0
+
+
 def test_a_bad_mode_is_argparse_s_refusal(weights, data, capsys):
     with pytest.raises(SystemExit) as e:
         main(["--weights", str(weights), "--data", str(data["auto"]), "--vertical", "sideways"])

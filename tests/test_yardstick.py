@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+import warnings
 
 import pytest
 import torch
@@ -85,6 +86,19 @@ def test_a_fake_peer_that_returns_the_labels_scores_100_percent(setup):
     m = Y.score(col.readings["w"], labels, "exact")
     assert (m["word_acc"], m["cer"], m["ned_similarity"], m["samples"]) == (1.0, 0.0, 1.0, len(WORDS))
     assert col.items == len(WORDS) and not col.failures["w"]
+
+
+def test_tall_crops_are_warned_about_once_with_the_count_of_the_crops_read_not_the_warm_up(setup):
+    """The warm-up reads the first crops again: its reads of tall crops are neither warned about nor counted."""
+    from PIL import Image
+
+    tall, wide = Image.new("L", (20, 80), 255), Image.new("L", (100, 32), 255)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        col = Y.read_sets(R.ours(str(setup["a"])), {"s": [tall, wide, tall]})
+    assert col.items == 3
+    assert [str(w.message).split(" (vertical text?)")[0] for w in caught] == [
+        "2 of 3 images are at least 2x taller than wide"]
 
 
 def test_a_missing_peer_names_the_extra(monkeypatch):

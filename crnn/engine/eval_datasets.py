@@ -84,7 +84,8 @@ def check_choices(s: EvalSettings) -> None:
 def other_readers(against: Sequence, weights: Sequence[str | os.PathLike] = (), amp: str = "off", threads: int = 2,
                   device: str = "cpu", vertical: str = "warn") -> list:
     """The readers scored beside the model (crnn-eval's further ``--weights`` and ``--against``): each checkpoint of
-    ``weights``, read one crop per call with the same ``amp`` and ``vertical`` mode, then each item of ``against``
+    ``weights``, read one crop per call with the same ``amp`` and ``vertical`` mode (warn: as they are, without a
+    warning, as crnn-eval reads the model), then each item of ``against``
     in order: a peer's name (a skipped :class:`crnn.yardstick.against.Against` where its package is missing) or a
     :class:`crnn.yardstick.readers.Reader` as it is. EvalUsageError for a name that is no peer's."""
     from crnn.yardstick.against import make_readers
@@ -93,7 +94,8 @@ def other_readers(against: Sequence, weights: Sequence[str | os.PathLike] = (), 
     for name in against:
         if isinstance(name, str):
             check_choice("--against", name, tuple(PEERS))
-    out = [ours(os.fspath(w), amp, device=device, vertical=vertical) for w in weights]
+    mode = "off" if vertical == "warn" else vertical  # crnn-eval reads tall crops as they are and says nothing
+    out = [ours(os.fspath(w), amp, device=device, vertical=mode) for w in weights]
     return out + [make_readers([a], [], amp, threads, device)[0] if isinstance(a, str) else a for a in against]
 
 

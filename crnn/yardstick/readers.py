@@ -82,7 +82,7 @@ def ours(weights: str, amp: str = "off", *, width_step: int | None = None, width
         given.append(f"auto: {rec.amp}")
     elif amp != "off":
         given.append(amp)
-    if vertical != "warn":
+    if vertical not in ("warn", "off"):  # both read a tall crop as it is
         given.append(f"vertical {vertical}")
     name = f"{weights} ({', '.join(given)})" if given else str(weights)
     geometry = f"width_step {rec.width_step}, widths x {rec.width_scale:g}"

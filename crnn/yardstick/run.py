@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,18 +42,28 @@ def read_sets(reader: Reader, sets: dict[str, Sequence], *, progress: Callable[[
     process CPU) after a warm-up of the first ``warmup`` items; ``progress`` gets a line every ``every`` items (0:
     none), counting ``unit``."""
     col = Column(reader.name, reader.how)
-    first = list(next(iter(sets.values()), []))[:warmup]
+    _warm_up(reader, list(next(iter(sets.values()), []))[:warmup])
     if reader.batched:
-        return _read_batched(reader, sets, col, first)
+        return _read_batched(reader, sets, col)
     with reader.block():
-        return _read_each(reader, sets, col, first, progress, every, unit)
+        return _read_each(reader, sets, col, progress, every, unit)
 
 
-def _read_each(reader: Reader, sets: dict[str, Sequence], col: Column, warm: list,
+def _warm_up(reader: Reader, items: list) -> None:
+    """Read ``items`` untimed and unheard: the warnings of what is read again after it (a tall crop's) come then,
+    counted once."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if reader.batched:
+            reader.read_many(items)
+        else:
+            for image in items:
+                safe_read(reader, image)
+
+
+def _read_each(reader: Reader, sets: dict[str, Sequence], col: Column,
                progress: Callable[[str], None] | None, every: int, unit: str) -> Column:
     """:func:`read_sets` for a reader of one item per call."""
-    for image in warm:
-        safe_read(reader, image)
     total, done = sum(map(len, sets.values())), 0
     for name, items in sets.items():
         out, failed = [], []
@@ -72,9 +83,8 @@ def _read_each(reader: Reader, sets: dict[str, Sequence], col: Column, warm: lis
     return col
 
 
-def _read_batched(reader: Reader, sets: dict[str, Sequence], col: Column, warm: list) -> Column:
+def _read_batched(reader: Reader, sets: dict[str, Sequence], col: Column) -> Column:
     """:func:`read_sets` for a batched reader: each set in one ``read_many`` call."""
-    reader.read_many(warm)
     for name, items in sets.items():
         t0, c0 = time.perf_counter(), time.process_time()
         col.readings[name], col.failures[name] = list(reader.read_many(list(items))), []
