@@ -415,7 +415,7 @@ def evaluate(data: str | os.PathLike | Sequence[str | os.PathLike],
              batch_size: int = 64, workers: int = 1, worst: int = 5, device: str = "auto", amp: str = "off",
              config: str | os.PathLike | None = None, charset: str | None = None,
              report: str | os.PathLike | None = None, report_errors: int = 500, vertical: str = "warn",
-             against: Sequence[str | Reader] | None = None) -> dict:
+             against: str | Reader | Sequence[str | Reader] | None = None) -> dict:
     """Evaluate ``weights`` (None = the shipped model) on labelled data; returns what ``crnn-eval --json`` prints.
 
     ``data``: an LMDB, a folder of LMDBs or a folder with gt.txt, or a list of them. The result has one row per
@@ -428,11 +428,12 @@ def evaluate(data: str | os.PathLike | Sequence[str | os.PathLike],
     (the result's "against", a column each in the report): further checkpoints as a list of ``weights`` (the first is
     the one evaluated; a second ``crnn-eval --weights``), and ``against``: peers by name (ppocr-v4, ppocr-v6, easyocr:
     ``pip install 'crnn[peers]'``; a peer that is not installed is skipped with a warning and listed as skipped) or
-    a ``crnn.yardstick.readers.Reader`` of your own; one process only."""
+    a ``crnn.yardstick.readers.Reader`` of your own (one alone or a list); one process only."""
     from crnn.engine.distributed import cleanup_distributed
     from crnn.engine.eval_datasets import EvalSettings, check_choices, check_settings, evaluate_datasets, other_readers
 
     first, *more = [weights] if weights is None or isinstance(weights, (str, os.PathLike)) else list(weights) or [None]
+    against = [against] if isinstance(against, str) or hasattr(against, "read") else list(against or [])
     settings = EvalSettings(protocol=protocol, decoder=decoder, beam_width=beam_width, batch_size=batch_size,
                             workers=workers, worst=worst, device=device, amp=amp, report_errors=report_errors,
                             vertical=vertical)
@@ -440,7 +441,7 @@ def evaluate(data: str | os.PathLike | Sequence[str | os.PathLike],
     check_choices(settings)
     try:
         with _one_line_errors(ConfigError):
-            others = other_readers(against or [], more, amp, 2, device, vertical) if against or more else ()
+            others = other_readers(against, more, amp, 2, device, vertical) if against or more else ()
             for o in others:
                 if getattr(o, "skipped", ""):
                     warnings.warn(f"skipped {o.name}: {o.skipped}", stacklevel=2)

@@ -71,3 +71,16 @@ def test_an_unknown_peer_is_refused_with_crnn_eval_s_message(weights, data, caps
     with pytest.raises(ValueError) as e:
         crnn.evaluate(data["warn"], weights, against=["tesseract"])
     assert str(e.value) == cli and cli.startswith("argument --against: invalid choice: 'tesseract'")
+
+
+def test_one_peer_or_reader_alone_is_a_list_of_one(weights, data, monkeypatch):  # noqa: F811
+    """against="easyocr" names the peer (it was read letter by letter: "invalid choice: 'e'"); a Reader alone too."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(readers.importlib.util, "find_spec",
+                        lambda name, *a: None if name.startswith("easyocr") else real(name, *a))
+    with pytest.warns(UserWarning, match="^skipped easyocr"):
+        got = crnn.evaluate(data["warn"], weights, against="easyocr", device="cpu", workers=0)
+    assert got["against"] == [{"name": "easyocr", "skipped": MISSING}]
+    fixed = Reader("always-x7", lambda image: "x7")
+    got = crnn.evaluate(data["warn"], weights, against=fixed, device="cpu", workers=0)
+    assert [c["name"] for c in got["against"]] == ["always-x7"]

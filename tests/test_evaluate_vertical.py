@@ -119,6 +119,15 @@ def test_the_table_names_the_mode_and_the_count(weights, data, capsys):
             "confident way\n") in out
 
 
+def test_a_set_without_tall_crops_says_so(weights, tmp_path, capsys):
+    """Not "0 of 0 crop(s) ... read as horizontal lines"; the JSON counts stay numbers."""
+    write_lmdb(((_png(c), "x") for c in CROPS[1:3]), tmp_path / "wide.lmdb")
+    argv = ["--weights", str(weights), "--data", str(tmp_path / "wide.lmdb"), "--vertical", "auto"]
+    assert main([*argv, "--workers", "0", "--device", "cpu"]) == 0
+    assert "vertical auto: no crop is at least 2x taller than wide; every one read as it is\n" in capsys.readouterr().out
+    assert run_json(argv, capsys)["overall"]["vertical"] == {"tall": 0, "read": 0}
+
+
 def test_warn_reads_and_reports_as_without_the_option(weights, data, capsys):
     """--vertical warn is the default: the same JSON (timings aside) and the same table (img/s aside), no key or
     line about tall crops."""

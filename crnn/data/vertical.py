@@ -38,6 +38,8 @@ def vertical_note(width: int, height: int) -> str:
 def vertical_line(mode: str, counts: dict) -> str:
     """crnn-eval's line (table and report) on the tall crops read under a vertical mode: ``counts`` {"tall", "read"}."""
     tall, read = counts["tall"], counts["read"]
+    if not tall:
+        return f"vertical {mode}: no crop is at least {VERTICAL_RATIO:g}x taller than wide; every one read as it is"
     rest = f"; {tall - read} read as they are (no two characters found to stack)" if tall > read else ""
     return (f"vertical {mode}: {read} of {tall} crop(s) at least {VERTICAL_RATIO:g}x taller than wide read as "
             f"horizontal lines, each the most confident way{rest}")
