@@ -198,7 +198,8 @@ class Recognizer:
         reading wins), off (read them as they are). ``width_step`` / ``width_scale`` (keep-ratio models; None: the
         checkpoint's own ``data.width_step`` / ``data.read_width_scale``): round each resized width to a multiple of
         ``width_step`` pixels, and multiply it by ``width_scale`` (more time steps per character than in training);
-        InferenceError (a ValueError) for a width_step that is no whole number >= 1 or a width_scale not above 0.
+        InferenceError (a ValueError) for a width_step that is no whole number from 1 to the model's data.max_width
+        or a width_scale outside 0.5..2 (what a checkpoint's data.read_width_scale may be).
         """
         from crnn.engine.checkpoint import load_checkpoint
         from crnn.infer import Recognizer as Engine

@@ -29,7 +29,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 import crnn
 from crnn.charset import Charset
-from crnn.config import Config, load_config
+from crnn.config import READ_WIDTH_SCALE_RANGE, Config, load_config
 from crnn.data.collate import read_at_own_width, split_by_width  # noqa: F401 (public here too)
 from crnn.data.transforms import INFER_MAX_WIDTH, ResizeNormalize
 from crnn.data.vertical import VERTICAL_MODES, is_vertical, vertical_candidates, vertical_note, vertical_summary
@@ -301,15 +301,19 @@ def expand_inputs(items: Iterable[str], stdin: TextIO | None = None) -> list[str
 
 def reading_geometry(config: Config, width_step: int | None = None, width_scale: float | None = None) -> Config:
     """``config`` with ``data.width_step`` / ``data.read_width_scale`` replaced for reading (None keeps the
-    checkpoint's own; a copy where one changes). InferenceError for a width_step that is no whole number >= 1, a
-    width_scale not above 0, or either changing the widths of a model that reads at a fixed width."""
-    if width_step is not None and (isinstance(width_step, bool) or not isinstance(width_step, Integral)
-                                   or width_step < 1):
-        raise InferenceError(f"width_step must be a whole number of pixels >= 1 (1: off), got {width_step!r}")
-    if width_scale is not None and (isinstance(width_scale, bool) or not isinstance(width_scale, Real)
-                                    or not 0 < width_scale < float("inf")):
-        raise InferenceError(f"width_scale must be a number above 0 (1: the trained widths), got {width_scale!r}")
+    checkpoint's own; a copy where one changes). InferenceError for a width_step that is no whole number from 1 to
+    the model's data.max_width, a width_scale outside the 0.5..2 a checkpoint's data.read_width_scale may take, or
+    either changing the widths of a model that reads at a fixed width."""
     d = config.data
+    if width_step is not None and (isinstance(width_step, bool) or not isinstance(width_step, Integral)
+                                   or not 1 <= width_step <= d.max_width):
+        raise InferenceError(f"width_step must be a whole number of pixels from 1 (off) to the model's data.max_width "
+                             f"({d.max_width}), got {width_step!r}")
+    lo, hi = READ_WIDTH_SCALE_RANGE
+    if width_scale is not None and (isinstance(width_scale, bool) or not isinstance(width_scale, Real)
+                                    or not lo <= width_scale <= hi):
+        raise InferenceError(f"width_scale must be a number within {lo:g}..{hi:g} (1: the trained widths), got "
+                             f"{width_scale!r}")
     step = d.width_step if width_step is None else int(width_step)
     scale = d.read_width_scale if width_scale is None else float(width_scale)
     if (step, scale) == (d.width_step, d.read_width_scale):

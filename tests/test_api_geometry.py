@@ -74,13 +74,19 @@ def test_ours_reads_and_names_the_geometry_as_before(keep_ratio):
     assert ours(str(keep_ratio)).how.endswith("(width_step 1, widths x 1)")
 
 
+STEP = "width_step must be a whole number of pixels from 1 (off) to the model's data.max_width (400), got "
+SCALE = "width_scale must be a number within 0.5..2 (1: the trained widths), got "
+
+
 @pytest.mark.parametrize("kw, message", [
-    ({"width_step": 0}, "width_step must be a whole number of pixels >= 1 (1: off), got 0"),
-    ({"width_step": 2.5}, "width_step must be a whole number of pixels >= 1 (1: off), got 2.5"),
-    ({"width_step": True}, "width_step must be a whole number of pixels >= 1 (1: off), got True"),
-    ({"width_scale": 0}, "width_scale must be a number above 0 (1: the trained widths), got 0"),
-    ({"width_scale": -1.5}, "width_scale must be a number above 0 (1: the trained widths), got -1.5"),
-    ({"width_scale": "1.2"}, "width_scale must be a number above 0 (1: the trained widths), got '1.2'"),
+    ({"width_step": 0}, STEP + "0"),
+    ({"width_step": 2.5}, STEP + "2.5"),
+    ({"width_step": True}, STEP + "True"),
+    ({"width_step": 401}, STEP + "401"),  # wider than any trained line: every crop stretched to the widest
+    ({"width_scale": 0}, SCALE + "0"),
+    ({"width_scale": -1.5}, SCALE + "-1.5"),
+    ({"width_scale": "1.2"}, SCALE + "'1.2'"),
+    ({"width_scale": 10}, SCALE + "10"),  # what a checkpoint's data.read_width_scale may not be either
 ])
 def test_bad_geometry_is_a_one_line_value_error(keep_ratio, kw, message):
     with pytest.raises(ValueError) as e:
