@@ -18,7 +18,7 @@ from crnn.data.datasets import DataError, open_dataset
 from crnn.data.feed import build, describe_training, prepare
 from crnn.data.online import RealMix, SynthBatches
 from crnn.data.real_augment import EFFECTS, LOOSEN_X, LOOSEN_Y, TIGHTEN_X, TIGHTEN_Y, RealAugment, loosen, tighten
-from crnn.data.synth import SynthOptions
+from crnn.data.synth import SynthOptions, synth_options
 from crnn.data.transforms import ResizeNormalize
 from tests.conftest import REPO
 
@@ -156,6 +156,23 @@ def test_the_run_mixes_both_folders_into_its_batches(two, tmp_path):
                                      "(4 crops), changed by blur 0.5")
     labels = next(iter(feed.train)).labels
     assert any(x.startswith("Aa") for x in labels) and any(x.startswith("Bb") for x in labels)
+
+
+def test_a_source_with_no_usable_crop_or_no_labels_is_refused_under_its_own_key(two, tmp_path):
+    """data.synth_real's sources are named by data.synth_real (not data.synth_online), with what to do."""
+    foreign = _folder(tmp_path / "zh", "中文", 3)  # labels printable95 cannot write
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    base = [*ONLINE, "model.charset=printable95", "data.synth_real_share=[0.1,0.2]", "data.num_workers=0"]
+    cfg = load_config(None, [*base, f"data.synth_real=[{two[0]},{foreign}]"])
+    longest = synth_options(cfg, cfg.data.synth_style).max_len  # what the rendered lines may hold
+    with pytest.raises(DataError) as e:
+        build(cfg, CS)
+    assert str(e.value) == (f"data.synth_real: {foreign}: none of its 3 crops has a label the model's alphabet writes "
+                            f"in at most {longest} characters (dropped: unknown_char=3); fix its labels or leave it out")
+    with pytest.raises(DataError) as e:
+        build(load_config(None, [*base, f"data.synth_real=[{two[0]},{bare}]"]), CS)
+    assert str(e.value).startswith(f"data.synth_real: {bare}: no LMDB (data.mdb) or gt.txt found")
 
 
 # ------------------------------------------------------------------------------------------------- the effects

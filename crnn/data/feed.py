@@ -129,7 +129,7 @@ def _eval_loaders(key: str, paths: list[str], geom: dict, batch_size: int, rank:
 
 def _online_loader(cfg: Config, charset: Charset, geom: dict, rank: int, world_size: int) -> TrainLoader:
     """data.synth_online: batches rendered by the loader's workers (:mod:`crnn.data.online`)."""
-    from crnn.data.loader import build_online_loader
+    from crnn.data.loader import RealSourceError, build_online_loader
     from crnn.data.real_augment import RealAugment
     from crnn.data.synth import NoFontsError, synth_options
 
@@ -140,6 +140,8 @@ def _online_loader(cfg: Config, charset: Charset, geom: dict, rank: int, world_s
                                    batches_per_epoch=max(1, d.synth_num // (d.batch_size * world_size)),
                                    rank=rank, world_size=world_size, pool=d.synth_pool,
                                    real=d.real_sources(), real_augment=RealAugment.from_data(d))
+    except RealSourceError as e:
+        raise DataError(f"data.synth_real: {e}") from None
     except (ValueError, NoFontsError) as e:
         raise DataError(f"data.synth_online: {e}") from None
 

@@ -189,17 +189,30 @@ def build_online_loader(opts: Any, charset: Charset, *, height: int, width: int,
     return PooledTrainLoader(loader, sampler, pool)
 
 
+class RealSourceError(ValueError):
+    """A real-crop source that cannot be mixed in: unreadable, or no crop left once its labels are checked (the
+    message names the path and the fix)."""
+
+
 def open_real_mix(real: Sequence[tuple[str, float]], charset: Charset, max_label_length: int, seed: int,
                   transform: Any, augment: Any = None) -> Any:
     """The :class:`~crnn.data.online.RealMix` of the ``(path, share)`` sources with a share, their labels checked
-    against the alphabet; ValueError naming a source of which no crop is left."""
+    against the alphabet; RealSourceError naming a source that cannot be read or of which no crop is left."""
     from crnn.data.online import RealMix
 
     real = [(path, share) for path, share in real if share > 0]
-    sets = [open_dataset(path, charset=charset, max_label_length=max_label_length) for path, _ in real]
-    for (path, _), part in zip(real, sets):
-        if len(part) == 0:
-            raise ValueError(f"{path}: no sample fits the alphabet and max_label_length; check its labels")
+    sets = []
+    for path, _ in real:
+        try:
+            sets.append(open_dataset(path, charset=charset, max_label_length=max_label_length))
+        except DatasetError as e:
+            raise RealSourceError(str(e)) from None
+        if len(sets[-1]) == 0:
+            dropped = getattr(sets[-1], "dropped", {})
+            why = ", ".join(f"{k}={n}" for k, n in dropped.items() if n)
+            raise RealSourceError(f"{path}: none of its {sum(dropped.values()):,} crops has a label the model's "
+                                  f"alphabet writes in at most {max_label_length} characters"
+                                  + (f" (dropped: {why})" if why else "") + "; fix its labels or leave it out")
     return RealMix(sets, [share for _, share in real], seed, transform=transform, augment=augment)
 
 
