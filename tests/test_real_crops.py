@@ -168,8 +168,9 @@ def test_a_source_with_no_usable_crop_or_no_labels_is_refused_under_its_own_key(
     longest = synth_options(cfg, cfg.data.synth_style).max_len  # what the rendered lines may hold
     with pytest.raises(DataError) as e:
         build(cfg, CS)
-    assert str(e.value) == (f"data.synth_real: {foreign}: none of its 3 crops has a label the model's alphabet writes "
-                            f"in at most {longest} characters (dropped: unknown_char=3); fix its labels or leave it out")
+    assert str(e.value) == (f"data.synth_real: {foreign}: none of its 3 crops has a label the model's alphabet "
+                            f"writes in at most {longest} characters (dropped: unknown_char=3); fix its labels or "
+                            "leave it out")
     with pytest.raises(DataError) as e:
         build(load_config(None, [*base, f"data.synth_real=[{two[0]},{bare}]"]), CS)
     assert str(e.value).startswith(f"data.synth_real: {bare}: no LMDB (data.mdb) or gt.txt found")
