@@ -38,6 +38,14 @@ def test_an_english_run_without_the_latin_web_faces_counts_none_and_names_the_fe
                         "python scripts/latin_faces.py --fetch"]  # no word on the CJK faces: no Han to draw
 
 
+def test_a_digits_run_is_drawn_in_the_latin_web_faces_too_and_is_told_when_they_are_missing():
+    """ASCII-only text (digits alone too) is drawn in the Latin web faces: a digits model without them trains on
+    other faces than one with them."""
+    line, warnings = F.describe_faces([DEJAVU], "0123456789")
+    assert line.endswith(f"; Latin web faces: 0 of the {len(LATIN_TRAIN)} training files of crnn/data/latin_faces.tsv")
+    assert len(warnings) == 1 and warnings[0].endswith("python scripts/latin_faces.py --fetch")
+
+
 def test_the_counts_follow_the_faces_found_and_all_of_them_warn_of_nothing():
     some = _cache(*(f.file for f in LATIN_TRAIN[:3]))
     line, warnings = F.describe_faces(["/usr/share/fonts/a.ttf", *some], "abc")

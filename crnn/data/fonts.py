@@ -379,7 +379,8 @@ class ManifestCount:
 def manifest_counts(fonts: Sequence[str], alphabet: str) -> list[ManifestCount]:
     """Per face manifest whose faces draw ``alphabet``'s text, how many of its training files ``fonts`` holds (by
     file name, as :func:`face_role` matches them): the CJK faces when the alphabet has Han characters (no other text
-    is drawn in them, :class:`FontPicker`), the Latin web faces when it has ASCII letters (text without Han)."""
+    is drawn in them, :class:`FontPicker`), the Latin web faces when it has ASCII letters, digits or punctuation
+    (text of those alone is drawn in them: a digits model's too)."""
     from crnn.data.lines import is_han
 
     names = {os.path.basename(p).lower() for p in fonts}
@@ -388,7 +389,7 @@ def manifest_counts(fonts: Sequence[str], alphabet: str) -> list[ManifestCount]:
     out = []
     if any(map(is_han, alphabet)):
         out.append(_manifest_count("CJK faces", MANIFEST, faces("train"), names, refused, FETCH_CJK))
-    if set(alphabet) & set(string.ascii_letters):
+    if set(alphabet) & set(string.ascii_letters + string.digits + string.punctuation):
         latin = [f for f in load_latin_manifest() if f.role == "train"]
         out.append(_manifest_count("Latin web faces", LATIN_MANIFEST, latin, names, refused, FETCH_LATIN))
     return out
