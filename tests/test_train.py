@@ -387,7 +387,7 @@ def test_the_first_step_after_a_sitting_pack_is_warmed_up_at_the_pack_s_cpu_coun
     assert opt.param_groups[0]["lr"] == pytest.approx(1e-3 * lr_factor(501, cfg, 2700.0) * 2 / 10)
 
 
-def test_a_run_with_a_cosine_over_its_cpu_budget_ends_near_the_floor(tmp_path, words_lmdb, val_lmdb):
+def test_a_run_with_a_cosine_over_its_cpu_budget_ends_near_the_floor(tmp_path, words_lmdb, val_lmdb, capsys):
     """The scheduler reads the run's CPU count: at the end of the budget the learning rate is near min_lr_ratio."""
     budget = 0.002  # 7.2 CPU-seconds, looked at every step (train.log_every=1)
     rc = train_main(["--config", str(REPO / "configs/smoke.yaml"),
@@ -399,3 +399,17 @@ def test_a_run_with_a_cosine_over_its_cpu_budget_ends_near_the_floor(tmp_path, w
     lr0 = load_config(REPO / "configs/smoke.yaml").train.lr
     last_lr = ck["optimizer"]["param_groups"][0]["lr"]
     assert ck["step"] > 2 and last_lr < 0.05 * lr0
+    assert "raise train.steps" not in capsys.readouterr().err  # the budget ended it: no word on train.steps
+
+
+def test_a_cosine_over_cpu_hours_cut_short_by_train_steps_says_so(tmp_path, words_lmdb, capsys):
+    """train.steps (1000 by default) still caps a run: one that ends by it long before its budget stopped mid-decay,
+    and the log says so, with the fix."""
+    rc = train_main(["--config", str(REPO / "configs/smoke.yaml"),
+                     *_overrides(tmp_path, words_lmdb, None, "train.steps=3", "train.val_every=0", "train.cpu_hours=1",
+                                 "train.schedule_over=cpu_hours", "train.save_every=0")])
+    assert rc == 0
+    err = capsys.readouterr().err
+    assert "train.steps=3 ended the run at 0.00 of its train.cpu_hours=1: the cosine over CPU-hours " \
+           "(train.schedule_over) stopped 0% of the way, at a learning rate of " in err
+    assert err.rstrip().endswith("; raise train.steps so that the budget ends the run")

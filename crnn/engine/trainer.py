@@ -511,7 +511,17 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
                  (time.perf_counter() - t_start) / 60, st.cpu_seconds / 3600,
                  f" (train.cpu_hours={t.cpu_hours:g} spent)" if spent else "", st.skipped_images, st.unfit_labels,
                  st.nonfinite_steps, t.output_dir)
+        if t.schedule_over == "cpu_hours" and not spent:
+            log.warning(_budget_unspent(t, st, opt.param_groups[0]["lr"]))
     return "done"
+
+
+def _budget_unspent(t, st: TrainState, lr: float) -> str:
+    """The warning for a cosine over CPU-hours that train.steps ended before its budget: it stopped mid-decay."""
+    share = min(1.0, st.cpu_seconds / (3600 * t.cpu_hours))
+    return (f"train.steps={t.steps} ended the run at {st.cpu_seconds / 3600:.2f} of its "
+            f"train.cpu_hours={t.cpu_hours:g}: the cosine over CPU-hours (train.schedule_over) stopped {share:.0%} of "
+            f"the way, at a learning rate of {lr:.3g}; raise train.steps so that the budget ends the run")
 
 
 CPU_CHECK_EVERY = 10  # most steps between two looks at the CPU-hours spent (train.cpu_hours, .val_every_cpu_hours)
