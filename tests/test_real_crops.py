@@ -92,10 +92,16 @@ def test_a_missing_real_folder_is_refused_before_anything_is_made(tmp_path, two)
                              "data.synth_val_num=16", f"data.val=[{tmp_path / 'val.lmdb'}]"])
     with pytest.raises(DataError) as e:
         prepare(cfg, progress=False)
-    assert str(e.value) == (f"data.synth_real: {missing}: no such file or directory; build the real crops that may "
-                            f"be trained on there (python -m crnn.data.en_dev --trainable {missing} [--source "
-                            "ic15_train]) or correct the path")
+    assert str(e.value) == (f"data.synth_real: {missing}: no such file or directory; build the English recipe's real "
+                            f"crops there (python -m crnn.data.en_dev --trainable {missing} --source ic15_train) or "
+                            "correct the path")
     assert not (tmp_path / "val.lmdb").exists()
+    mine = tmp_path / "my_crops"  # not the English recipe's: no word on building its crops there
+    cfg = load_config(None, [*ONLINE, f"data.synth_real={mine}", "data.synth_real_share=0.1"])
+    with pytest.raises(DataError) as e:
+        prepare(cfg, progress=False)
+    assert str(e.value) == (f"data.synth_real: {mine}: no such file or directory; correct the path: an LMDB, or a "
+                            "folder with a gt.txt of relative/path<TAB>label lines")
 
 
 # ------------------------------------------------------------------------------------------------------- the mix

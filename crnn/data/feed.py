@@ -57,9 +57,20 @@ def check(cfg: Config) -> None:
                         f"data.synth_real={d.rehearsal} data.synth_real_share={d.rehearsal_ratio:g}")
     for path, _ in d.real_sources() if d.synth_online else []:
         if not Path(path).exists():
-            raise DataError(f"data.synth_real: {path}: no such file or directory; build the real crops that may be "
-                            f"trained on there (python -m crnn.data.en_dev --trainable {path} [--source ic15_train]) "
-                            "or correct the path")
+            raise DataError(f"data.synth_real: {path}: no such file or directory; {_real_fix(path)}")
+
+
+# the English recipe's real-crop folders (configs/shipped_en.yaml) and the --source that builds each
+EN_REAL = {"en_real_train": "", "ic15_real_train": " --source ic15_train"}
+
+
+def _real_fix(path: str) -> str:
+    """What to do about a data.synth_real folder that is not there: build it where it is the English recipe's."""
+    name = Path(path).name
+    if name in EN_REAL:
+        return (f"build the English recipe's real crops there (python -m crnn.data.en_dev --trainable {path}"
+                f"{EN_REAL[name]}) or correct the path")
+    return "correct the path: an LMDB, or a folder with a gt.txt of relative/path<TAB>label lines"
 
 
 def prepare(cfg: Config, *, progress: bool, start: Config | None = None) -> None:
