@@ -400,6 +400,12 @@ def test_a_run_with_a_cosine_over_its_cpu_budget_ends_near_the_floor(tmp_path, w
     last_lr = ck["optimizer"]["param_groups"][0]["lr"]
     assert ck["step"] > 2 and last_lr < 0.05 * lr0
     assert "raise train.steps" not in capsys.readouterr().err  # the budget ended it: no word on train.steps
+    rc = train_main(["--config", str(REPO / "configs/smoke.yaml"),  # resumed with its budget spent: not one step more
+                     *_overrides(tmp_path, words_lmdb, val_lmdb, "train.steps=100000", "train.val_every=0",
+                                 f"train.cpu_hours={budget}", "train.schedule_over=cpu_hours", "train.warmup_steps=2",
+                                 "train.min_lr_ratio=0.0", "train.save_every=0", "train.resume=auto")])
+    assert rc == 0
+    assert torch.load(tmp_path / "run" / "last.pt", map_location="cpu", weights_only=True)["step"] == ck["step"]
 
 
 def test_a_cosine_over_cpu_hours_cut_short_by_train_steps_says_so(tmp_path, words_lmdb, capsys):

@@ -443,7 +443,7 @@ def _loop(cfg, rt, model, bare, charset, loader, vals, opt, sched, scaler, st: T
     save = lambda name: _save(name, model, cfg, charset, opt, sched, scaler, st, rt, clock, average)  # noqa: E731
     # with a weight average, the average is validated; the raw weights are scored beside it for the log
     scored, raw = (model, None) if average is None else (average.model, model)
-    micro, spent = 0, False
+    micro, spent = 0, bool(t.cpu_hours) and st.cpu_seconds >= t.cpu_hours * 3600  # resumed with it spent: no step
     cpu_mark = _cpu_mark(t, st)
     while st.step < t.steps and not spent:
         for batch in health.data.batches(batches_from, loader, st.epoch, st.batch_in_epoch):
