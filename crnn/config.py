@@ -132,6 +132,11 @@ class DataConfig:
         paths, shares = _real_lists(self)
         return [(p, s) for p, s in zip(paths, shares) if s > 0 and p]
 
+    def real_unused(self) -> list[str]:
+        """The data.synth_real paths given a share of 0: named in the config, mixed into no batch."""
+        paths, shares = _real_lists(self)
+        return [p for p, s in zip(paths, shares) if s == 0 and p]
+
 
 @dataclass
 class TrainConfig:

@@ -151,6 +151,11 @@ def test_the_line_names_each_source_its_share_and_count_and_the_effects(two):
     assert describe_training(one).endswith(f"; real crops in 5 % of samples: {two[0]} 5 %")
     assert describe_training(load_config(None, ONLINE)) == \
         "data.synth_online: every training batch is rendered on the fly; data.train is not read"
+    forgot = load_config(None, [*ONLINE, f"data.synth_real={two[0]}"])  # a path, its share left at 0
+    assert describe_training(forgot).endswith(f"data.train is not read; no real crops from {two[0]} "
+                                              "(data.synth_real_share 0)")
+    off = load_config(None, [*ONLINE, f"data.synth_real=[{two[0]},{two[1]}]", "data.synth_real_share=[0.05,0]"])
+    assert describe_training(off).endswith(f": {two[0]} 5 %; no real crops from {two[1]} (data.synth_real_share 0)")
 
 
 def test_the_run_mixes_both_folders_into_its_batches(two, tmp_path):

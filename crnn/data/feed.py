@@ -188,10 +188,11 @@ def describe_training(cfg: Config, real: RealMix | None = None) -> str:
 
 def _describe_real(cfg: Config, real: RealMix | None) -> str:
     """``; real crops in 15 % of samples: a 5 % (1,000 crops), b 10 % (3,996 crops), changed by blur 0.2`` ("" with
-    none)."""
-    sources = cfg.data.real_sources()
+    none), and the paths given a share of 0, which nothing else would show to be idle."""
+    sources, unused = cfg.data.real_sources(), cfg.data.real_unused()
+    idle = f"; no real crops from {', '.join(unused)} (data.synth_real_share 0)" if unused else ""
     if not sources:
-        return ""
+        return idle
     from crnn.data.real_augment import RealAugment
 
     counts = real.counts() if real is not None else [None] * len(sources)
@@ -199,4 +200,4 @@ def _describe_real(cfg: Config, real: RealMix | None) -> str:
              for (path, share), n in zip(sources, counts)]
     effects = RealAugment.from_data(cfg.data).describe()
     return (f"; real crops in {100 * sum(s for _, s in sources):g} % of samples: {', '.join(parts)}"
-            + (f", changed by {effects}" if effects else ""))
+            + (f", changed by {effects}" if effects else "") + idle)
