@@ -38,7 +38,8 @@
 # starts from another file (train.init_weights=grown.pt, e.g. from tools/grow_cnn.py) is retrained when that file
 # changes. Each arm's probe.record names the code commit, the starting files' hashes, the CPU, the faces and the
 # precision. An arm cut short (Ctrl-C, a session's end: it saves last.pt) resumes from there when the probe is run
-# again on a CPU of the same model, with the same pack, config, command and faces; elsewhere it starts afresh.
+# again on a CPU of the same model (its name, family/model and bf16 flags, as the curve names it), with the same
+# pack, config, command and faces; elsewhere it starts afresh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -130,6 +131,24 @@ finished() {  # OUT SET: the arm's curve has its last row for SET (step STEPS, o
     awk -F'\t' -v s="$STEPS" -v d="$2" '$5 == d && $1 == s {f = 1} END {exit !f}' "$1/curve.tsv"
   fi
 }
+# The CPU as crnn.engine.curve.cpu_name() names it (and the curve's cpu column): the model name alone ("AMD EPYC" on
+# some clouds) does not tell a Zen 4 with native bf16 from an AVX2-only EPYC, whose CPU-hours are worth half as much.
+cpu_here() {
+  awk -F'\t*: *' -v n="$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)" '
+    /^$/ { exit }
+    $1 == "model name" && name == "" { name = $2 }
+    $1 == "cpu family" && fam == "" { fam = $2 }
+    $1 == "model" && mod == "" { mod = $2 }
+    $1 == "flags" && flags == "" { flags = " " $2 " " }
+    END {
+      x = (fam != "" && mod != "") ? "family " fam " model " mod : ""
+      if (flags ~ / amx_tile /) x = x (x ? ", " : "") "AMX"
+      if (flags ~ / avx512_bf16 /) x = x (x ? ", " : "") "avx512_bf16"
+      else if (flags ~ / avx512f /) x = x (x ? ", " : "") "AVX-512"
+      if (flags ~ / avx2 / && flags !~ / avx512f /) x = x (x ? ", " : "") "AVX2 only"
+      printf "%s (%s; %s CPUs)\n", name, x, n
+    }' /proc/cpuinfo
+}
 run() {  # OUT VALS [overrides...]: one arm, unless its curve already has the last row
   local out=$1 vals=$2
   shift 2
@@ -149,7 +168,7 @@ run() {  # OUT VALS [overrides...]: one arm, unless its curve already has the la
   # an arm cut short (a session's end, Ctrl-C: it saved last.pt) resumes where it stopped, on a CPU of the same model
   # only (one table, one machine); anything else starts it afresh
   local here resume=()
-  here=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')
+  here=$(cpu_here)
   if [ -f "$out/last.pt" ] && [ "$(cat "$out/probe.pending" 2>/dev/null)" == "$want"$'\n'"cpu $here" ]; then
     resume=(train.resume=auto)
     echo "lever_probe: $out was cut short (its last.pt, same pack, config, command, faces and CPU); it resumes" >&2
@@ -202,7 +221,7 @@ rows() {  # CURVE SET COLUMN: "key<TAB>value" per validation of SET
 KEY=step
 if [ -n "$HOURS" ]; then
   KEY=CPU-h
-  echo "arms of $HOURS CPU-hours each on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), precision" \
+  echo "arms of $HOURS CPU-hours each on $(cpu_here), precision" \
     "$(precision "$ARM"); code $(sed -n 's/^commit //p' "$ARM/probe.record" 2>/dev/null); starting files: base" \
     "$(hash16 "$PACK"), lever $(sed -n 's/^start //p' "$ARM/probe.record" 2>/dev/null)"
 fi
