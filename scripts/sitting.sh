@@ -8,6 +8,10 @@
 #   bash scripts/sitting.sh MODEL report                 # after stop: the model card's figures for the pack
 # MODEL: zh - Chinese text lines, configs/shipped_zh.yaml -> weights/crnn_zh_lines.pt (scripts/zh_sitting.sh)
 #        en - English words and short lines, printable ASCII, configs/shipped_en.yaml -> weights/crnn_en.pt (issue 44)
+#        zh_NAME, en_NAME - a candidate (issues 57, 60: a larger network trained on under its own name until it beats
+#          the shipped file): configs/zh_NAME.yaml -> weights/candidates/crnn_zh_NAME.pt and its curve, run in
+#          runs/zh_NAME; set up, read and reported as zh or en. The shipped file is untouched: a candidate is shipped
+#          by copying its pack over it once it wins. Its first sitting starts from the config's train.init_weights.
 # start: continues runs/MODEL/last.pt when this machine has it, else the committed sitting pack (fp16 weights, step,
 # lines seen, CPU-seconds; the optimizer starts afresh), else the config's train.init_weights. Two DDP processes x 1
 # thread (NPROC to change). One CPU-heavy run at a time: start refuses while the other model's run is training.
@@ -18,14 +22,20 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PY=.venv/bin/python
-MODELS="zh en"
 MODEL="${1:-}"
 usage() { sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; exit 2; }
 case "$MODEL" in
   zh) CONFIG=configs/shipped_zh.yaml PACK=weights/crnn_zh_lines.pt CURVE=weights/crnn_zh_lines_curve.tsv ;;
   en) CONFIG=configs/shipped_en.yaml PACK=weights/crnn_en.pt CURVE=weights/crnn_en_curve.tsv ;;
+  zh_*|en_*)
+    [[ "$MODEL" =~ ^(zh|en)_[a-z0-9][a-z0-9_.]*$ ]] ||
+      { echo "sitting: a candidate's name is zh_ or en_ and lower-case letters, digits, _ or ., got $MODEL" >&2; exit 2; }
+    CONFIG=configs/$MODEL.yaml PACK=weights/candidates/crnn_$MODEL.pt CURVE=weights/candidates/crnn_${MODEL}_curve.tsv
+    [ -f "$CONFIG" ] || { echo "sitting: no $CONFIG: a candidate $MODEL trains from configs/$MODEL.yaml (a copy of" \
+      "configs/shipped_${MODEL%%_*}.yaml with its lever, its starting file and its own schedule)" >&2; exit 2; } ;;
   *) usage ;;
 esac
+FAMILY=${MODEL%%_*}  # what the run reads (zh lines or en words): its set-up and its report
 shift
 OUT=runs/$MODEL
 PIDFILE=$OUT/train.pid
@@ -37,6 +47,7 @@ pack() {
   # the pack is read as the recipe says (data.read_width_scale), whatever the run that wrote last.pt was started with
   local scale
   scale=$("$PY" -c "from crnn.config import load_config; print(load_config('$CONFIG').data.read_width_scale)")
+  mkdir -p "$(dirname "$PACK")"
   "$PY" -m crnn.cli.convert_ckpt "$OUT/last.pt" "$PACK" --pack --force --read-width-scale "$scale"
   [ -f "$OUT/curve.tsv" ] && cp "$OUT/curve.tsv" "$CURVE" && echo "wrote $CURVE ($(($(wc -l < "$CURVE") - 1)) rows)"
   echo "commit them: git add $PACK $CURVE && git commit -m '$MODEL model: sitting at step ...'"
@@ -65,27 +76,38 @@ prepare_en() {
 report_zh() {
   local scale
   scale=$("$PY" -c "from crnn.config import load_config; print(load_config('$CONFIG').data.read_width_scale)")
-  "$PY" scripts/zh_benchmark.py --weights zh --width-scale "$scale" --width-scale 1 --num 2000 \
+  local w=$PACK
+  [ "$MODEL" != zh ] || w=zh  # the shipped file by its name
+  "$PY" scripts/zh_benchmark.py --weights "$w" --width-scale "$scale" --width-scale 1 --num 2000 \
     --work data/zh_bench_2000 --json --markdown "$OUT/bench.md" > "$OUT/bench.json"
   { echo; echo "CER by held-out face:"; "$PY" scripts/zh_benchmark.py --work data/zh_bench_2000 --by-font; } \
     >> "$OUT/bench.md"
-  .venv/bin/crnn-eval --weights zh --data data/zh_bench_2000/heldout --protocol unicode | grep -A 2 "^dataset"
-  "$PY" scripts/plot_curve.py "$CURVE@heldout=shipped_zh" "$CURVE@unseen_clean=shipped_zh, unseen fonts clean" \
-    "$CURVE@unseen_print=shipped_zh, unseen fonts print damage" \
-    "$CURVE@dev_print=shipped_zh, faces held out by design (dev), print damage" \
+  .venv/bin/crnn-eval --weights "$w" --data data/zh_bench_2000/heldout --protocol unicode | grep -A 2 "^dataset"
+  local name=$MODEL
+  [ "$MODEL" != zh ] || name=shipped_zh
+  # a candidate's curve may begin after its first rows of a set (--skip-missing); the shipped run's is drawn beside it
+  "$PY" scripts/plot_curve.py "$CURVE@heldout=$name" "$CURVE@unseen_clean=$name, unseen fonts clean" \
+    "$CURVE@unseen_print=$name, unseen fonts print damage" \
+    "$CURVE@dev_print=$name, faces held out by design (dev), print damage" \
+    $([ "$MODEL" == zh ] || echo "weights/crnn_zh_lines_curve.tsv@dev_print=shipped_zh, dev faces") \
     benchmarks/zh_curves/baseline_w4.tsv=zh_baseline_w4 \
-    --target 0.01 --out weights/crnn_zh_lines_curve.png
-  cp data/zh_bench_2000/contact_sheet.png weights/crnn_zh_lines_sheet.png
+    --skip-missing --target 0.01 --out "${PACK%.pt}_curve.png"
+  cp data/zh_bench_2000/contact_sheet.png "${PACK%.pt}_sheet.png"
   cat "$OUT/bench.md"
   # issue 43's honest yardstick: the faces held out by design (development and final), per face, beside the peers
   # (read in fp32 as shipped and with amp=bf16, its weights in bfloat16: the speed a user can choose, and what it
   # costs in CER)
-  "$PY" scripts/zh_benchmark.py --weights zh --amp off --amp bf16 --sets dev_print,final_print --num 1200 \
+  "$PY" scripts/zh_benchmark.py --weights "$w" --amp off --amp bf16 --sets dev_print,final_print --num 1200 \
     --work data/zh_faces \
     --json --markdown "$OUT/faces.md" > "$OUT/faces.json"
   cat "$OUT/faces.md"
-  echo "sitting: figures in $OUT/bench.md and $OUT/faces.md; put them in docs/chinese.md (counters, headline CER," \
-    "the curve's last row) and weights/README.md (tables, history); commit with the pack"
+  if [ "$MODEL" == zh ]; then
+    echo "sitting: figures in $OUT/bench.md and $OUT/faces.md; put them in docs/chinese.md (counters, headline CER," \
+      "the curve's last row) and weights/README.md (tables, history); commit with the pack"
+  else
+    echo "sitting: figures in $OUT/bench.md and $OUT/faces.md (the shipped zh file's: weights/README.md); commit" \
+      "them with the pack"
+  fi
 }
 
 report_en() {
@@ -96,6 +118,7 @@ report_en() {
   # bf16) and with vertical=auto (crops twice as tall as wide also read turned: 8 of ic15_dev's 468)
   mkdir -p "$OUT"
   "$PY" scripts/en_benchmark.py --weights "$PACK" --bf16 "$PACK" --vertical-auto "$PACK" \
+    $([ "$MODEL" == en ] || echo --weights weights/crnn_en.pt --bf16 weights/crnn_en.pt) \
     --weights weights/crnn_vgg_small_synth.pt --weights weights/crnn_vgg_small.pt \
     --data en_dev=data/en_dev --data ic15_dev=data/ic15_dev \
     --json --markdown "$OUT/bench.md" > "$OUT/bench.json"
@@ -106,16 +129,22 @@ report_en() {
     lines+=("$CURVE@data/$s=$s, exact (case-sensitive)"
             "$CURVE@data/$s@alnum-insensitive=$s, 36-class (lower case, 0-9a-z)")
   done
-  "$PY" scripts/plot_curve.py "${lines[@]}" --skip-missing --out weights/crnn_en_curve.png
+  [ "$MODEL" == en ] || lines+=("weights/crnn_en_curve.tsv@data/en_dev=shipped en, en_dev exact")
+  "$PY" scripts/plot_curve.py "${lines[@]}" --skip-missing --out "${PACK%.pt}_curve.png"
   cat "$OUT/bench.md"
-  echo "sitting: figures in $OUT/bench.md; put them in weights/README.md (the English model card); commit with the pack"
+  if [ "$MODEL" == en ]; then
+    echo "sitting: figures in $OUT/bench.md; put them in weights/README.md (the English model card); commit with the pack"
+  else
+    echo "sitting: figures in $OUT/bench.md (the shipped en file's: weights/README.md); commit them with the pack"
+  fi
 }
 
 case "${1:-}" in
   start)
     shift
     running && { echo "sitting: already running (pid $(cat "$PIDFILE")); see $OUT/train.log" >&2; exit 1; }
-    for other in $MODELS; do
+    for pidfile in runs/*/train.pid; do  # the shipped runs and every candidate's
+      other=$(basename "$(dirname "$pidfile")")
       [ "$other" != "$MODEL" ] && running "$other" && {
         echo "sitting: the $other run is training (pid $(cat "runs/$other/train.pid")): one CPU-heavy run at a time;" \
           "stop it first (bash scripts/sitting.sh $other stop)" >&2; exit 1; }
@@ -141,13 +170,19 @@ try:
 except ConfigError as e:
     sys.exit(f"sitting: error: {e}")
 step = load_checkpoint(last).step if last.is_file() else None
+init = load_config(config, overrides).train.init_weights
+if step is None and init and not Path(init).is_file():  # a candidate's first sitting, on a machine without its start
+    sys.exit(f"sitting: error: the run starts from {init} (train.init_weights in {config}), which is not here: "
+             f"the first lines of {config} say how to make it")
 if step is not None and step >= steps:
     sys.exit(f"sitting: the run stands at step {step:,}, the end of its schedule ({config}: train.steps {steps:,}); "
              f"to train on, raise train.steps in {config} (or give train.steps=N): the cosine then runs over the "
              f"longer schedule")
 PYEOF
-    "prepare_$MODEL"
-    nohup setsid scripts/train_ddp.sh --nproc "${NPROC:-2}" --config "$CONFIG" "$@" >> "$OUT/train.log" 2>&1 &
+    "prepare_$FAMILY"
+    # the run lives in runs/MODEL whatever the config's train.output_dir says (a candidate copied from shipped_*.yaml)
+    nohup setsid scripts/train_ddp.sh --nproc "${NPROC:-2}" --config "$CONFIG" "$@" "train.output_dir=$OUT" \
+      >> "$OUT/train.log" 2>&1 &
     echo $! > "$PIDFILE"
     echo "sitting: training $MODEL in the background (pid $(cat "$PIDFILE")); log: $OUT/train.log"
     ;;
@@ -169,7 +204,7 @@ PYEOF
   pack) pack ;;
   report)
     running && { echo "sitting: training is running; stop it first (the benchmark measures speed)" >&2; exit 1; }
-    "report_$MODEL"
+    "report_$FAMILY"
     ;;
   *) usage ;;
 esac
