@@ -62,3 +62,17 @@ def test_training_with_amp_auto_logs_and_records_the_choice(tmp_path, words_lmdb
     ck = torch.load(out / "last.pt", map_location="cpu", weights_only=True)
     assert ck["config"]["train"]["amp"] == "bf16"
     assert "amp: bf16" in (out / "config.yaml").read_text()
+
+
+@pytest.mark.parametrize("amp,line", [("bf16", "mixed precision: bf16 (train.amp)"),
+                                      ("off", "mixed precision: off (train.amp) - float32 throughout")])
+def test_a_run_with_its_precision_set_names_it_in_the_log(tmp_path, words_lmdb, capsys, amp, line):
+    """train.amp set by hand is named in the log as auto's choice is: what scripts/lever_probe.sh compares between
+    its arms (it read "as set" for both arms of a pinned probe and could not tell them apart)."""
+    from crnn.cli.train import main as train_main
+
+    assert train_main([f"data.train=[{{path: {words_lmdb}}}]", "data.val=[]", "data.batch_size=4",
+                       "data.num_workers=0", "train.steps=1", "train.tensorboard=false", "train.val_every=0",
+                       f"train.amp={amp}", f"train.output_dir={tmp_path / 'run'}"]) == 0
+    err = capsys.readouterr().err
+    assert line in err and "train.amp=auto ->" not in err

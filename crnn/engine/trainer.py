@@ -119,6 +119,8 @@ def build_training_model(cfg: Config, charset: Charset, rt: Runtime,
         t.amp = choice.amp
         if rt.main:
             log.info("train.amp=auto -> %s: %s", choice.amp, choice.reason)
+    elif rt.main:  # the log names the precision however it was chosen (lever_probe.sh compares its arms' by it)
+        log.info("mixed precision: %s (train.amp)%s", t.amp, " - float32 throughout" if t.amp == "off" else "")
     bare = model
     if t.freeze_cnn_steps:  # before any wrapper: DDP only reduces the parameters that need gradients then
         check_freeze(cfg, rt.mode)
