@@ -14,7 +14,7 @@
 #          by copying its pack over it once it wins. Its first sitting starts from the config's train.init_weights.
 # start: continues runs/MODEL/last.pt when this machine has it, else the committed sitting pack (fp16 weights, step,
 # lines seen, CPU-seconds; the optimizer starts afresh), else the config's train.init_weights. Two DDP processes x 1
-# thread (NPROC to change). One CPU-heavy run at a time: start refuses while the other model's run is training.
+# thread (NPROC to change). One CPU-heavy run at a time: start refuses while any other run (runs/*) is training.
 # stop/pack: the pack and weights/<pack>_curve.tsv (held-out metrics against lines seen and CPU-seconds, with the CPU
 # of every row): commit both. report (not while training: it measures speed): the pack beside the peers on the
 # model's yardstick, and the learning curve's picture.
@@ -83,14 +83,14 @@ report_zh() {
   { echo; echo "CER by held-out face:"; "$PY" scripts/zh_benchmark.py --work data/zh_bench_2000 --by-font; } \
     >> "$OUT/bench.md"
   .venv/bin/crnn-eval --weights "$w" --data data/zh_bench_2000/heldout --protocol unicode | grep -A 2 "^dataset"
-  local name=$MODEL
+  local name=$MODEL lines=()
   [ "$MODEL" != zh ] || name=shipped_zh
-  # a candidate's curve may begin after its first rows of a set (--skip-missing); the shipped run's is drawn beside it
-  "$PY" scripts/plot_curve.py "$CURVE@heldout=$name" "$CURVE@unseen_clean=$name, unseen fonts clean" \
-    "$CURVE@unseen_print=$name, unseen fonts print damage" \
-    "$CURVE@dev_print=$name, faces held out by design (dev), print damage" \
-    $([ "$MODEL" == zh ] || echo "weights/crnn_zh_lines_curve.tsv@dev_print=shipped_zh, dev faces") \
-    benchmarks/zh_curves/baseline_w4.tsv=zh_baseline_w4 \
+  lines=("$CURVE@heldout=$name" "$CURVE@unseen_clean=$name, unseen fonts clean"
+         "$CURVE@unseen_print=$name, unseen fonts print damage"
+         "$CURVE@dev_print=$name, faces held out by design (dev), print damage")
+  # a candidate's curve is drawn beside the shipped run's, and may lack a set's rows (--skip-missing)
+  [ "$MODEL" == zh ] || lines+=("weights/crnn_zh_lines_curve.tsv@dev_print=shipped_zh, dev faces")
+  "$PY" scripts/plot_curve.py "${lines[@]}" benchmarks/zh_curves/baseline_w4.tsv=zh_baseline_w4 \
     --skip-missing --target 0.01 --out "${PACK%.pt}_curve.png"
   cp data/zh_bench_2000/contact_sheet.png "${PACK%.pt}_sheet.png"
   cat "$OUT/bench.md"
@@ -166,11 +166,11 @@ from crnn.engine.checkpoint import load_checkpoint
 
 config, last, overrides = sys.argv[1], Path(sys.argv[2]), [a for a in sys.argv[3:] if "=" in a]
 try:
-    steps = load_config(config, overrides).train.steps
+    cfg = load_config(config, overrides)
 except ConfigError as e:
     sys.exit(f"sitting: error: {e}")
+steps, init = cfg.train.steps, cfg.train.init_weights
 step = load_checkpoint(last).step if last.is_file() else None
-init = load_config(config, overrides).train.init_weights
 if step is None and init and not Path(init).is_file():  # a candidate's first sitting, on a machine without its start
     sys.exit(f"sitting: error: the run starts from {init} (train.init_weights in {config}), which is not here: "
              f"the first lines of {config} say how to make it")
