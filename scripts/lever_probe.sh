@@ -40,6 +40,9 @@
 # precision. An arm cut short (Ctrl-C, a session's end: it saves last.pt) resumes from there when the probe is run
 # again on a CPU of the same model (its name, family/model and bf16 flags, as the curve names it), with the same
 # pack, config, command and faces; elsewhere it starts afresh.
+# BASE_CURVE=FILE: the base arm is not trained here; its rows are FILE's (a curve.tsv of the same budget, schedule,
+# process count and CPU model, e.g. one a committed table keeps), and the table says where they came from. For a
+# lever arm that alone fills a session (48 px lines); the precision in FILE's amp column must be the lever arm's.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -101,6 +104,13 @@ COMMON=(--config "$CONFIG" "train.init_weights=$PACK" train.resume=none "${SCHED
 SECOND=${EXTRA:+data/zh_faces/$EXTRA}
 NP=${NPROC:-2}  # processes (x 32 lines a batch): arms are comparable only at the same count
 BASE=$PROBES/base_${STEPS}${TAG}_n$NP
+BASE_ROWS=$BASE/curve.tsv
+if [ -n "${BASE_CURVE:-}" ]; then
+  head -1 "$BASE_CURVE" 2>/dev/null | grep -q $'^step\tlines_seen\tcpu_seconds\twall_seconds\tset\tcer' ||
+    { echo "lever_probe: BASE_CURVE=$BASE_CURVE is not a curve.tsv (its first line names step, lines_seen," \
+        "cpu_seconds, wall_seconds, set, cer...); give an arm's curve.tsv or unset it to train the base arm" >&2; exit 2; }
+  BASE_ROWS=$BASE_CURVE
+fi
 ARM=$PROBES/${NAME}_n$NP
 # what an arm was trained from: the pack's and the config's contents, the arm's command line and the faces its lines
 # are drawn in. A finished arm is kept only when its stamp matches: after a sitting packs new weights, the recipe
@@ -204,11 +214,22 @@ else
     fi
   done
 fi
-run "$BASE" "$DEV"
+if [ -z "${BASE_CURVE:-}" ]; then run "$BASE" "$DEV"; else
+  echo "lever_probe: the base arm is not trained here: its rows are $BASE_CURVE's (BASE_CURVE)" >&2
+fi
 run "$ARM" "$DEV${SECOND:+,$SECOND}" "$@"
 [ -n "$DRY" ] && exit 0
 precision() { grep -m1 -o "train.amp=[a-z0-9]* -> [a-z0-9]*\|mixed precision: [a-z0-9]*" "$1/train.log" || echo "as set"; }
-if [ "$(precision "$BASE")" != "$(precision "$ARM")" ]; then
+if [ -n "${BASE_CURVE:-}" ]; then
+  # the given rows' precision (the curve's amp column) against the word the arm's log ends its precision with
+  had=$(awk -F'\t' 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "amp") c = i; next} c {a = $c} END {print a}' \
+        "$BASE_CURVE")
+  if [ -z "$had" ] || [ "$had" != "$(precision "$ARM" | awk '{print $NF}')" ]; then
+    echo "lever_probe: $BASE_CURVE trained in ${had:-an unnamed precision (no amp column)}, $ARM in" \
+      "$(precision "$ARM" | awk '{print $NF}'); compare arms of one precision (AMP=)" >&2
+    exit 1
+  fi
+elif [ "$(precision "$BASE")" != "$(precision "$ARM")" ]; then
   echo "lever_probe: the arms trained in different precisions ($BASE: $(precision "$BASE"); $ARM:" \
     "$(precision "$ARM")); rerun both with AMP=bf16 or AMP=off" >&2
   exit 1
@@ -225,9 +246,10 @@ if [ -n "$HOURS" ]; then
     "$(precision "$ARM"); code $(sed -n 's/^commit //p' "$ARM/probe.record" 2>/dev/null); starting files: base" \
     "$(hash16 "$PACK"), lever $(sed -n 's/^start //p' "$ARM/probe.record" 2>/dev/null)"
 fi
+[ -z "${BASE_CURVE:-}" ] || echo "base arm not trained in this run: its rows are $BASE_CURVE's"
 if [ "${MODEL:-zh}" == en ]; then
-  acc() { join -t $'\t' <(rows "$1/curve.tsv" "$2" 7 | sed 's/ (step [0-9]*)//' | sort) \
-            <(rows "$1/curve.tsv" "$2@alnum-insensitive" 7 | sort) \
+  acc() { join -t $'\t' <(rows "$1" "$2" 7 | sed 's/ (step [0-9]*)//' | sort) \
+            <(rows "$1" "$2@alnum-insensitive" 7 | sort) \
             | awk -F'\t' '{n = index($3, " "); printf "%s\t%.2f / %.2f %%%s\n", $1, 100 * $2, 100 * $3,
                                             n ? substr($3, n) : ""}'; }
   for set in ${DEV//,/ }; do
@@ -237,13 +259,13 @@ if [ "${MODEL:-zh}" == en ]; then
       *) echo "ICDAR 2015 development block ($set, 468 crops): word accuracy at each validation, exact / 36-class" ;;
     esac
     printf "%s\tbase\t%s (%s)\n" "$KEY" "$NAME" "$*"
-    join -t $'\t' <(acc "$BASE" "$set") <(acc "$ARM" "$set") | sort -n
+    join -t $'\t' <(acc "$BASE_ROWS" "$set") <(acc "$ARM/curve.tsv" "$set") | sort -n
   done
   exit 0
 fi
 echo "development faces (print damage, 1,200 lines): CER at each validation"
 printf "%s\tbase\t%s (%s)\n" "$KEY" "$NAME" "$*"
-join -t $'\t' <(rows "$BASE/curve.tsv" "$DEV" 6 | sort) <(rows "$ARM/curve.tsv" "$DEV" 6 | sort) | sort -n
+join -t $'\t' <(rows "$BASE_ROWS" "$DEV" 6 | sort) <(rows "$ARM/curve.tsv" "$DEV" 6 | sort) | sort -n
 if [ -n "$EXTRA" ]; then
   echo "$EXTRA (1,200 lines; the lever arm only): CER at each validation"
   printf "%s\t%s\n" "$KEY" "$NAME"
