@@ -299,3 +299,42 @@ def test_a_cosine_schedule_has_its_own_base_arm_and_decays_over_the_budget():
     assert "train.schedule=constant" in constant[0] and "train.output_dir=runs/probe/base_1h_n2" in constant[0]
     bad = dry("wide", "1h", "model.cnn_width=1.5", schedule="linear")
     assert bad.returncode == 2 and bad.stderr.strip() == "lever_probe: SCHEDULE must be constant or cosine, got linear"
+
+
+def test_a_base_curve_given_is_joined_instead_of_training_the_base_arm(tmp_path):
+    """BASE_CURVE=FILE: only the lever arm is trained (a 48 px arm fills a session alone); the table joins it with
+    FILE's rows and says so; FILE must be a curve.tsv, trained in the lever arm's precision."""
+    _tree(tmp_path)
+    (tmp_path / "data" / "zh_faces" / "dev_print").mkdir(parents=True)
+    (tmp_path / "data" / "zh_faces" / "dev_print" / "gt.txt").write_text("a.png\t中\n")
+    head = "step\tlines_seen\tcpu_seconds\twall_seconds\tset\tcer\tword_acc\tned_similarity\tamp\n"
+    given = tmp_path / "base.curve.tsv"
+    given.write_text(head + "".join(f"{s}\t1\t{c}\t1\tdata/zh_faces/dev_print\t{cer}\t0.5\t0.9\tbf16\n"
+                                    for s, c, cer in ((1860, 1821, 0.139), (7270, 7223, 0.134))))
+    env = {"PATH": "/usr/bin:/bin", "NPROC": "2", "AMP": "bf16", "SCHEDULE": "cosine", "BASE_CURVE": str(given)}
+    args = ["bash", str(tmp_path / "scripts" / "lever_probe.sh"), "h48", "2h", "data.height=48"]
+    dry = subprocess.run(args[:2] + ["--dry-run"] + args[2:], capture_output=True, text=True, cwd=tmp_path,
+                         timeout=60, env=env)
+    assert dry.returncode == 0, dry.stderr
+    [arm_cmd] = dry.stdout.splitlines()  # the lever arm alone
+    assert "train.output_dir=runs/probe/h48_n2" in arm_cmd and "train.cpu_hours=2" in arm_cmd
+    assert f"its rows are {given}'s" in dry.stderr
+    arm = tmp_path / "runs/probe/h48_n2"
+    arm.mkdir(parents=True)
+    (arm / "curve.tsv").write_text(head + "".join(f"{s}\t1\t{c}\t1\tdata/zh_faces/dev_print\t{cer}\t0.5\t0.9\tbf16\n"
+                                                  for s, c, cer in ((900, 1830, 0.16), (3500, 7250, 0.12))))
+    (arm / "probe.stamp").write_text(f"{_head()}command {arm_cmd}\n{FACES}\n")
+    (arm / "train.log").write_text("[crnn] mixed precision: bf16 (train.amp)\n")
+    r = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, timeout=60, env=env)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "runs/probe/base_2h_cos_n2").exists()
+    lines = r.stdout.splitlines()
+    assert lines[1] == f"base arm not trained in this run: its rows are {given}'s"
+    assert lines[-2:] == ["0.50\t0.139 (step 1860)\t0.16 (step 900)", "2.00\t0.134 (step 7270)\t0.12 (step 3500)"]
+    (arm / "train.log").write_text("[crnn] mixed precision: off (train.amp)\n")  # another precision: refused
+    r = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, timeout=60, env=env)
+    assert r.returncode == 1 and f"{given} trained in bf16, runs/probe/h48_n2 in off" in r.stderr
+    given.write_text("not a curve\n")
+    r = subprocess.run(args[:2] + ["--dry-run"] + args[2:], capture_output=True, text=True, cwd=tmp_path,
+                       timeout=60, env=env)
+    assert r.returncode == 2 and f"BASE_CURVE={given} is not a curve.tsv" in r.stderr and r.stdout == ""
