@@ -108,8 +108,8 @@ def merge_slices(paths: list[str], out: str) -> int:
         # subsetters carry empty script lists the merger cannot join
         font = Merger(options=Options(drop_tables=list(DROPPED_TABLES))).merge(paths)
         font.flavor = None
-        font.save(out + ".tmp")
-    os.replace(out + ".tmp", out)
+        font.save(f"{out}.{os.getpid()}.tmp")  # one name per process: two fetches at once each write their own
+    os.replace(f"{out}.{os.getpid()}.tmp", out)
     return len(font.getBestCmap())
 
 

@@ -160,7 +160,7 @@ def webfont_to_ttf(data: bytes, out: str, family: str | None = None, variant: st
     font.flavor = None
     if family and variant:
         set_names(font, family, STYLE_NAMES.get(variant, variant))
-    tmp = out + ".tmp"
+    tmp = f"{out}.{os.getpid()}.tmp"  # one name per process: two fetches at once (two shells) each write their own
     font.save(tmp)
     os.replace(tmp, out)
     return len(font.getBestCmap() or {})
