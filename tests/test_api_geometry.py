@@ -101,3 +101,21 @@ def test_a_fixed_width_model_refuses_a_width_change(tmp_path):
         crnn.Recognizer(fixed, device="cpu", width_scale=1.2)
     rec = crnn.Recognizer(fixed, device="cpu", width_step=1, width_scale=1)  # its own geometry: nothing changes
     assert (rec.width_step, rec.width_scale) == (1, 1.0)
+
+
+def test_a_48px_checkpoint_is_read_at_48px(tmp_path):
+    """A file trained on 48 px lines (issue 57's h48 candidate) stores its height: the reader scales every crop to it,
+    keeping the ratio, so a crop is read 1.5x as wide as by a 32 px file, with T to match."""
+    cfg = Config()
+    cfg.model.hidden, cfg.data.keep_ratio, cfg.data.height, cfg.data.width = 16, True, 48, 72
+    cs = Charset.from_spec("alnum36")
+    torch.manual_seed(0)
+    path = tmp_path / "h48.pt"
+    save_checkpoint(model_checkpoint(build_model("vgg_small", 1, cs.num_classes, 16).eval(), cfg, cs, step=1), path)
+    tall, low = crnn.Recognizer(path, device="cpu"), crnn.Recognizer(_checkpoint(tmp_path / "h32.pt", True),
+                                                                         device="cpu")
+    for crop in _crops():
+        x, y = tall._engine.preprocess(crop), low._engine.preprocess(crop)
+        assert x.shape[-2:] == (48, round(crop.width * 48 / crop.height)) and y.shape[-2] == 32
+        assert abs(x.shape[-1] - 1.5 * y.shape[-1]) <= 1
+    assert len(tall.read(_crops())) == len(_crops())

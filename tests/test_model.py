@@ -79,3 +79,19 @@ def test_model_parallel_place_hops_the_sequence_to_the_second_device():
         assert {p.device.type for m in (model.rnn1, model.rnn2, model.head) for p in m.parameters()} == {"meta"}
         y = model(x)  # (B, T, K) on the sequence model's device
     assert y.device.type == "meta" and y.shape == ref.shape
+
+
+@pytest.mark.parametrize("variant", [v for v in sorted(VARIANTS) if VARIANTS[v].vgg])
+def test_48px_lines_average_the_height_left_and_keep_t(variant):
+    """48 px high lines (the height PaddleOCR reads Chinese at; issue 57's h48 probe): the CNN leaves more than one row
+    of features, which features() averages, so T still follows the width alone and is what output_length() says."""
+    torch.manual_seed(0)
+    model = build_model(variant, 1, 9).eval()
+    x = torch.randn(2, 1, 48, 120)
+    with torch.no_grad():
+        rows = model.cnn(x)  # (B, C, H', T)
+        seq = model.features(x)
+        y = model(x)
+    assert rows.shape[2] > 1
+    torch.testing.assert_close(seq, rows.mean(dim=2).transpose(1, 2))
+    assert y.shape == (2, model.output_length(120), 9)
