@@ -94,3 +94,23 @@ def test_bare_yaml_off_reads_as_the_off_choice(tmp_path):
 def test_amp_and_ddp_comm_defaults_are_auto():
     t = Config().train
     assert (t.amp, t.ddp_comm, t.ddp_bucket_mb) == ("auto", "auto", 25.0)
+
+
+def test_the_zh_h48_candidate_is_the_shipped_recipe_at_48px_from_its_committed_start():
+    """configs/zh_h48.yaml (issue 57 step 4) differs from the shipped Chinese recipe only where the 48 px lever and a
+    candidate's own run do, its widths 1.5x the shipped ones; its starting file is committed and reads as it trains."""
+    from crnn.engine.checkpoint import load_checkpoint, stored_config
+    from tests.conftest import REPO
+
+    shipped, cand = (config_to_dict(load_config(REPO / "configs" / f"{n}.yaml")) for n in ("shipped_zh", "zh_h48"))
+    changed = {(sec, k) for sec in shipped for k in shipped[sec] if shipped[sec][k] != cand[sec][k]}
+    assert changed == {("data", "height"), ("data", "width"), ("data", "max_width"), ("data", "min_width"),
+                       ("train", "output_dir"), ("train", "init_weights"), ("train", "lr"), ("train", "steps"),
+                       ("train", "val_every")}
+    for key in ("height", "width", "max_width", "min_width"):
+        assert cand["data"][key] == 1.5 * shipped["data"][key], key
+    start = load_checkpoint(REPO / cand["train"]["init_weights"])
+    stored = config_to_dict(stored_config(start))
+    assert start.variant == cand["model"]["variant"] and stored["model"]["charset"] == cand["model"]["charset"]
+    for key in ("height", "width", "max_width", "min_width", "width_step", "read_width_scale", "keep_ratio"):
+        assert stored["data"][key] == cand["data"][key], key
