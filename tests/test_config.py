@@ -96,17 +96,20 @@ def test_amp_and_ddp_comm_defaults_are_auto():
     assert (t.amp, t.ddp_comm, t.ddp_bucket_mb) == ("auto", "auto", 25.0)
 
 
-def test_the_zh_h48_candidate_is_the_shipped_recipe_at_48px_from_its_committed_start():
-    """configs/zh_h48.yaml (issue 57 step 4) differs from the shipped Chinese recipe only where the 48 px lever and a
-    candidate's own run do, its widths 1.5x the shipped ones; its starting file is committed and reads as it trains."""
+@pytest.mark.parametrize("family", ["zh", "en"])
+def test_the_h48_candidates_are_the_shipped_recipes_at_48px_from_their_committed_starts(family):
+    """configs/zh_h48.yaml and configs/en_h48.yaml (issues 57 and 60, step 4) differ from their shipped recipe only
+    where the 48 px lever and a candidate's own run do, height and widths 1.5x the shipped ones; each starting file is
+    committed and reads as its candidate trains."""
     from crnn.engine.checkpoint import load_checkpoint, stored_config
     from tests.conftest import REPO
 
-    shipped, cand = (config_to_dict(load_config(REPO / "configs" / f"{n}.yaml")) for n in ("shipped_zh", "zh_h48"))
+    shipped, cand = (config_to_dict(load_config(REPO / "configs" / f"{n}.yaml"))
+                     for n in (f"shipped_{family}", f"{family}_h48"))
     changed = {(sec, k) for sec in shipped for k in shipped[sec] if shipped[sec][k] != cand[sec][k]}
-    assert changed == {("data", "height"), ("data", "width"), ("data", "max_width"), ("data", "min_width"),
-                       ("train", "output_dir"), ("train", "init_weights"), ("train", "lr"), ("train", "steps"),
-                       ("train", "val_every")}
+    run = {"zh": {"val_every"}, "en": {"warmup_steps"}}[family]
+    assert changed == {("data", k) for k in ("height", "width", "max_width", "min_width")} | {
+        ("train", k) for k in {"output_dir", "init_weights", "lr", "steps"} | run}
     for key in ("height", "width", "max_width", "min_width"):
         assert cand["data"][key] == 1.5 * shipped["data"][key], key
     start = load_checkpoint(REPO / cand["train"]["init_weights"])
