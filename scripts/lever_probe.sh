@@ -224,9 +224,10 @@ if [ -n "${BASE_CURVE:-}" ]; then
   # the given rows' precision (the curve's amp column) against the word the arm's log ends its precision with
   had=$(awk -F'\t' 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "amp") c = i; next} c {a = $c} END {print a}' \
         "$BASE_CURVE")
-  if [ -z "$had" ] || [ "$had" != "$(precision "$ARM" | awk '{print $NF}')" ]; then
-    echo "lever_probe: $BASE_CURVE trained in ${had:-an unnamed precision (no amp column)}, $ARM in" \
-      "$(precision "$ARM" | awk '{print $NF}'); compare arms of one precision (AMP=)" >&2
+  arm_amp=$(precision "$ARM" | awk '{print $NF}')
+  if [ -z "$had" ] || [ "$had" != "$arm_amp" ]; then
+    echo "lever_probe: $BASE_CURVE trained in ${had:-an unnamed precision (no amp column)}, $ARM in $arm_amp;" \
+      "compare arms of one precision (AMP=)" >&2
     exit 1
   fi
 elif [ "$(precision "$BASE")" != "$(precision "$ARM")" ]; then

@@ -102,14 +102,15 @@ def merge_slices(paths: list[str], out: str) -> int:
     turned into TrueType outlines first."""
     from fontTools.merge import Merger, Options
 
+    part = f"{out}.{os.getpid()}.tmp"  # one name per process: two fetches at once each write their own
     with tempfile.TemporaryDirectory() as tmp:
         paths = [_truetype_slice(p, os.path.join(tmp, f"{i}.ttf")) for i, p in enumerate(sorted(paths))]
         # layout tables (shaping) are left out: the generator draws with basic layout, and slices made by different
         # subsetters carry empty script lists the merger cannot join
         font = Merger(options=Options(drop_tables=list(DROPPED_TABLES))).merge(paths)
         font.flavor = None
-        font.save(f"{out}.{os.getpid()}.tmp")  # one name per process: two fetches at once each write their own
-    os.replace(f"{out}.{os.getpid()}.tmp", out)
+        font.save(part)
+    os.replace(part, out)
     return len(font.getBestCmap())
 
 
