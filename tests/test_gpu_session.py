@@ -62,3 +62,11 @@ def test_documented_device_call_fits_the_tool():
     assert call.get("timeout_s", 600) <= 600
     ignored = subprocess.run(["git", "check-ignore", "-q", ".gpu_carry/x"], cwd=REPO).returncode
     assert ignored == 0, ".gpu_carry/ must be git-ignored (it travels as a carried path)"
+
+
+def test_the_working_tree_leaves_room_for_the_carry_under_the_device_limit():
+    """The device call moves at most 64 MiB: the tracked files (committed weights above all) and .gpu_carry (about
+    2 MiB: the lmdb wheel and two font packages). Tracked files over 56 MiB mean a lent GPU could not be used."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.split(b"\0")
+    total = sum((REPO / f.decode()).stat().st_size for f in files if f and (REPO / f.decode()).is_file())
+    assert total <= 56 * 2**20, f"tracked files hold {total / 2**20:.1f} MiB: a GPU session's call would not fit"
