@@ -202,3 +202,45 @@ def test_an_onnx_file_from_elsewhere_is_named_as_onnx(tmp_path):
     (tmp_path / "broken.pt").write_bytes(b"\x08\x07\x12\x07pytorch")
     with pytest.raises(CheckpointError, match=r"broken.pt is not a readable checkpoint \(truncated or corrupt\?\)$"):
         load_checkpoint(tmp_path / "broken.pt")
+
+
+def test_a_48px_model_exports_and_the_page_snippet_reads_it_as_crnn_does(tmp_path, capsys):
+    """A file trained on 48 px crops (the h48 candidates of issues 57 and 60), read 1.1x wider: its ONNX export
+    stores both, matches PyTorch on 48 px inputs (the CNN's two leftover rows averaged in the graph too), and
+    docs/export.md's snippet, reading the geometry from the metadata, prints what crnn.Recognizer reads."""
+    import onnx
+    import onnxruntime as ort
+
+    import crnn
+
+    cfg = Config()
+    cfg.model.hidden, cfg.data.keep_ratio, cfg.data.height, cfg.data.width = 16, True, 48, 72
+    cfg.data.read_width_scale = 1.1
+    cs = Charset.from_spec("alnum36")
+    torch.manual_seed(3)
+    model = build_model("vgg_small", 1, cs.num_classes, 16)
+    model.train()
+    with torch.no_grad():
+        model(torch.rand(4, 1, 48, 72) * 2 - 1)
+    model.eval()
+    weights, out = tmp_path / "h48.pt", tmp_path / "crnn.onnx"
+    save_checkpoint(model_checkpoint(model, cfg, cs), weights)
+    assert main(["--weights", str(weights), "--format", "onnx", "--out", str(out)]) == 0
+    assert "1x1x48x" in capsys.readouterr().out
+    meta = json.loads({p.key: p.value for p in onnx.load(str(out)).metadata_props}["crnn"])
+    assert (meta["height"], meta["width_scale"]) == (48, 1.1)
+    sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    x = torch.rand(2, 1, 48, 100, generator=torch.Generator().manual_seed(4)) * 2 - 1
+    with torch.no_grad():
+        ref = model(x).numpy()
+    got = sess.run(None, {"images": x.numpy()})[0]
+    assert got.shape == ref.shape == (2, 26, cs.num_classes) and np.abs(got - ref).max() <= 1e-4
+    reader = crnn.Recognizer(str(weights), device="cpu")
+    sample = Path(__file__).resolve().parent.parent / "weights" / "samples" / "synth_2.png"
+    shutil.copy(sample, tmp_path / "word.png")
+    res = subprocess.run([sys.executable, "-c", _page_snippet()], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    text, conf = res.stdout.rstrip("\n").rsplit(" ", 1)  # print(text, confidence): text may be empty
+    want = reader.read(sample)
+    assert text == want.text and float(conf) == pytest.approx(want.confidence, abs=2e-4)
