@@ -65,6 +65,9 @@ def vgg_backbone(in_channels: int, ch: tuple[int, ...], batch_norm: bool = True,
                  res_blocks: int = 0) -> nn.Sequential:
     """The paper's 7-conv CNN: BN on conv 3/5/7, 2x2 pools then (2,1)-stride pools; H 32 -> 1, W -> W/4 + 1.
 
+    Shapes below for an input [B, C_in, H, W]; H is 32 (the paper's) or 48 (the 48 px candidates, issues 57/60: the
+    last convolution leaves H' = 2, which ``CRNN.features`` averages).
+
     ``stride8``: the third pool also halves the width (W -> W/8, conv 5-7 at half the width): text lines whose
     characters are about as wide as tall (Chinese) get ~4 time steps per character instead of ~8, which halves the
     sequence model, the output layer and CTC - the costly part with thousands of classes.
@@ -74,13 +77,13 @@ def vgg_backbone(in_channels: int, ch: tuple[int, ...], batch_norm: bool = True,
     pool3 = nn.MaxPool2d(2, 2) if stride8 else nn.MaxPool2d((2, 2), (2, 1), (0, 1))
     res = lambda c: [ResBlock(c, bn) for _ in range(res_blocks)]  # noqa: E731
     return nn.Sequential(
-        *_conv(in_channels, ch[0]), nn.MaxPool2d(2, 2),  # [B, c0, 16, W/2]
-        *_conv(ch[0], ch[1]), nn.MaxPool2d(2, 2), *res(ch[1]),  # [B, c1, 8, W/4]
+        *_conv(in_channels, ch[0]), nn.MaxPool2d(2, 2),  # [B, c0, H/2, W/2]
+        *_conv(ch[0], ch[1]), nn.MaxPool2d(2, 2), *res(ch[1]),  # [B, c1, H/4, W/4]
         *_conv(ch[1], ch[2], bn=bn),
-        *_conv(ch[2], ch[3]), pool3, *res(ch[3]),  # [B, c3, 4, W/4+1] (stride8: W/8)
+        *_conv(ch[2], ch[3]), pool3, *res(ch[3]),  # [B, c3, H/8, W/4+1] (stride8: W/8)
         *_conv(ch[3], ch[4], bn=bn),
-        *_conv(ch[4], ch[5]), nn.MaxPool2d((2, 2), (2, 1), (0, 1)), *res(ch[5]),  # [B, c5, 2, W/4+2] (stride8: W/8+1)
-        *_conv(ch[5], ch[6], k=2, p=0, bn=bn),  # [B, c6, 1, W/4+1] (stride8: W/8)
+        *_conv(ch[4], ch[5]), nn.MaxPool2d((2, 2), (2, 1), (0, 1)), *res(ch[5]),  # [B, c5, H/16, W/4+2] (w8: W/8+1)
+        *_conv(ch[5], ch[6], k=2, p=0, bn=bn),  # [B, c6, H/16-1, W/4+1] (stride8: W/8)
     )
 
 
