@@ -54,10 +54,44 @@ def test_greedy_collapses_repeats_and_drops_blanks():
     assert texts == ["aab", "a", "aaba"]
 
 
-def test_greedy_confidence_is_best_path_probability():
-    (text, conf), = greedy_decode(path_logits([[1, 0, 2, 2]], 3, top=0.7), AB)
+def test_greedy_confidence_is_the_texts_probability_not_its_best_paths():
+    log_probs = path_logits([[1, 0, 2, 2]], 3, top=0.7)
+    (text, conf), = greedy_decode(log_probs, AB)
     assert text == "ab"
-    assert conf == pytest.approx(0.7 ** 4, rel=1e-5)
+    assert conf == pytest.approx(math.exp(true_log_prob(log_probs[0], "ab", AB)), rel=1e-6)
+    assert conf > 0.7 ** 4 * 2  # the best path is one of several alignments of "ab" (a-b-b, a-a-b, ab--, ...)
+
+
+def test_greedy_confidence_of_a_character_placed_at_one_step_or_the_next():
+    """A line the model reads right but whose one character it puts at step 2 or 3 with even odds: the best path
+    holds half the probability, the text all of it (the Chinese model's sample line read at 0.52 that way)."""
+    probs = torch.full((1, 4, 3), 1e-6)
+    probs[0, 0, 1] = probs[0, 3, 2] = 1.0  # "a" at step 0, "b" at step 3
+    probs[0, 1, 0] = 1.0  # a blank between them
+    probs[0, 2, 0] = probs[0, 2, 2] = 0.5  # step 2: blank or "b" (b-b merges into one "b")
+    (text, conf), = greedy_decode((probs / probs.sum(-1, keepdim=True)).log(), AB)
+    assert text == "ab"
+    assert conf == pytest.approx(1.0, abs=1e-4)
+
+
+def test_greedy_confidence_with_a_large_alphabet_and_padding():
+    """Thousands of classes (Chinese lines): the probability is computed on the columns the readings use; samples
+    padded past their lengths read and score as the unpadded sample alone does."""
+    torch.manual_seed(3)
+    cs = Charset("".join(chr(0x4E00 + i) for i in range(5000)))
+    logits = torch.randn(3, 20, cs.num_classes) * 6
+    lengths = torch.tensor([20, 11, 0])
+    out = greedy_decode(logits, cs, lengths)
+    log_probs = logits.log_softmax(-1)
+    for b, n in enumerate(lengths.tolist()):
+        text, conf = out[b]
+        if n == 0:
+            assert (text, conf) == ("", 1.0)
+            continue
+        assert greedy_decode(logits[b:b + 1, :n], cs) == [(text, pytest.approx(conf, rel=1e-9))]
+        assert conf == pytest.approx(math.exp(true_log_prob(log_probs[b, :n], text, cs)), rel=1e-6)
+        best_path = float(log_probs[b, :n].max(-1).values.double().sum().exp())
+        assert conf >= best_path * (1 - 1e-9)
 
 
 def test_greedy_all_blank_gives_empty_text():
@@ -69,7 +103,8 @@ def test_greedy_lengths_mask_padding():
     logits = path_logits([[1, 2, 2, 1], [2, 0, 1, 1]], 3, top=0.8)
     out = greedy_decode(logits, AB, lengths=torch.tensor([2, 4]))
     assert out[0][0] == "ab" and out[0][1] == pytest.approx(0.8 ** 2, rel=1e-5)
-    assert out[1][0] == "ba" and out[1][1] == pytest.approx(0.8 ** 4, rel=1e-5)
+    assert out[1][0] == "ba"  # all of its alignments (b-a-, bb-a, ...), not only the best path b-aa
+    assert out[1][1] == pytest.approx(math.exp(true_log_prob(logits[1], "ba", AB)), rel=1e-5)
     assert greedy_decode(logits[:1, :2], AB) == [out[0]]
 
 
