@@ -50,30 +50,31 @@ def greedy_decode(logits: torch.Tensor, charset: Charset,
     B, T, _ = log_probs.shape
     best, ids = log_probs.max(-1)  # [B, T]
     valid = torch.arange(T, device=ids.device)[None, :] < lengths[:, None]  # [B, T]
-    path = torch.where(valid, best, torch.zeros_like(best)).cpu().double().sum(1).exp()  # [B] the best path's own
+    path = best.masked_fill(~valid, 0.0).sum(1)  # [B] log P of the best path
     prev = torch.full_like(ids, BLANK)  # [B, T] previous step's id (blank before the first step)
     prev[:, 1:] = ids[:, :-1]
     keep = valid & (ids != BLANK) & (ids != prev)  # [B, T]
     ids, keep = ids.cpu(), keep.cpu()
     labels = [ids[b][keep[b]] for b in range(B)]
-    conf = torch.maximum(labelling_probability(log_probs, labels, lengths), path)  # >= its path, float32 rounding
+    text = labelling_log_probability(log_probs, labels, lengths)  # [B] >= path but for float32 rounding
+    conf = torch.maximum(text, path).clamp(max=0.0).cpu().double().exp()  # [B]
     return [(charset.decode(labels[b].tolist()), float(conf[b])) for b in range(B)]
 
 
-def labelling_probability(log_probs: torch.Tensor, labels: Sequence[torch.Tensor],
-                          lengths: torch.Tensor) -> torch.Tensor:
-    """P(labels[b] | x_b) over all alignments, from normalised log-probs ``[B, T, C]`` -> float64 ``[B]`` on the CPU.
+def labelling_log_probability(log_probs: torch.Tensor, labels: Sequence[torch.Tensor],
+                              lengths: torch.Tensor) -> torch.Tensor:
+    """log P(labels[b] | x_b) over all alignments, from normalised log-probs ``[B, T, C]`` -> ``[B]`` on their device.
 
-    One ``F.ctc_loss`` call (the forward algorithm, in the log-probs' precision: float32 here; its cost grows with
-    the texts' lengths, not the alphabet's). Each labelling must fit its sample's length (a greedy reading does)."""
+    One ``F.ctc_loss`` call (the forward algorithm, in the log-probs' precision; its cost grows with the texts'
+    lengths, not the alphabet's). Each labelling must fit its sample's length (a greedy reading does); a sample of
+    no steps has the empty labelling, log P = 0."""
     B, T, _ = log_probs.shape
     if B == 0 or T == 0:
-        return torch.ones(B, dtype=torch.float64)  # no steps, no text: an empty product
+        return log_probs.new_zeros(B)
     targets = torch.cat([lab.long() for lab in labels]).to(log_probs.device)  # [sum L]
     target_lengths = torch.tensor([len(lab) for lab in labels], dtype=torch.long, device=log_probs.device)  # [B]
-    nll = F.ctc_loss(log_probs.transpose(0, 1), targets, lengths, target_lengths, blank=BLANK, reduction="none",
-                     zero_infinity=False).cpu().double()  # [B]
-    return torch.where(lengths.cpu() == 0, torch.ones_like(nll), (-nll).exp().clamp(max=1.0))  # no steps: 1
+    return -F.ctc_loss(log_probs.transpose(0, 1), targets, lengths, target_lengths, blank=BLANK, reduction="none",
+                       zero_infinity=False)  # [B]
 
 
 def sequence_log_likelihood(log_probs: torch.Tensor, labellings: Sequence[Sequence[int]]) -> torch.Tensor:
