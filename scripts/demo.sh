@@ -59,10 +59,9 @@ echo "== 4. crnn-predict with the model trained here, on six held-out images =="
 python scripts/demo_heldout.py export "$DATA/heldout.lmdb" "$DATA/heldout_png" --num 6 >/dev/null
 crnn-predict --weights "$RUN/last.pt" --format json "$DATA"/heldout_png/*.png |
   python scripts/demo_heldout.py compare "$DATA/heldout_png"
-echo "(confidence is the probability of the whole reading: the product of the model's certainty at each of its time" \
-     "steps, blanks included; a model trained for minutes is right but not yet sure at each step, e.g. 0.97 at each" \
-     "of 26 steps gives 0.45, so its correct readings show about 0.3-0.6; the shipped models give 0.9 and more on" \
-     "clean crops)"
+echo "(confidence is the probability the model gives the whole reading, summed over every way of placing its" \
+     "letters on the time steps; a model trained for minutes is often right but not yet sure, so its correct" \
+     "readings show lower figures than the shipped models, which give 0.9 and more on clean crops)"
 
 SVT="$(python -m crnn.shared_data svt_train || true)"
 IIIT="$(python -m crnn.shared_data iiit5k_train || true)"
