@@ -554,6 +554,27 @@ def test_recognizer_on_cuda_reads_what_the_cpu_reads(tmp_path):
 
 @cuda
 @needs_cuda
+def test_greedy_decoding_on_cuda_reads_and_scores_as_on_the_cpu():
+    """Greedy decoding of CUDA logits (its confidence: one ctc_loss on the logits' device) equals the CPU's, padded
+    samples and a sample of no steps included, at a Chinese line's size."""
+    from crnn.charset import Charset
+    from crnn.decode import greedy_decode
+
+    torch.manual_seed(0)
+    cs = Charset("".join(chr(0x4E00 + i) for i in range(5000)))
+    paths = torch.randint(0, cs.num_classes, (6, 40))
+    logits = torch.randn(6, 40, cs.num_classes)
+    logits.scatter_(2, paths[..., None], 9.0)
+    lengths = torch.tensor([40, 40, 31, 12, 1, 0])
+    cpu = greedy_decode(logits, cs, lengths)
+    gpu = greedy_decode(logits.cuda(), cs, lengths.cuda())
+    assert [t for t, _ in gpu] == [t for t, _ in cpu] and cpu[-1] == ("", 1.0)
+    for (_, cg), (_, cc) in zip(gpu, cpu):
+        assert cg == pytest.approx(cc, rel=1e-4)
+
+
+@cuda
+@needs_cuda
 def test_crnn_predict_on_cuda_prints_what_the_cpu_prints(tmp_path, capsys):
     from crnn.cli.predict import main as predict_main
 
