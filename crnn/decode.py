@@ -66,8 +66,8 @@ def labelling_log_probability(log_probs: torch.Tensor, labels: Sequence[torch.Te
     """log P(labels[b] | x_b) over all alignments, from normalised log-probs ``[B, T, C]`` -> ``[B]`` on their device.
 
     One ``F.ctc_loss`` call (the forward algorithm, in the log-probs' precision; its cost grows with the texts'
-    lengths, not the alphabet's). Each labelling must fit its sample's length (a greedy reading does); a sample of
-    no steps has the empty labelling, log P = 0."""
+    lengths, not the alphabet's). A labelling too long for its sample scores -inf (a greedy reading always fits); a
+    sample of no steps has the empty labelling, log P = 0."""
     B, T, _ = log_probs.shape
     if B == 0 or T == 0:
         return log_probs.new_zeros(B)
@@ -92,16 +92,11 @@ def _ctc_log_likelihood(lp: torch.Tensor, labellings: Sequence[Sequence[int]]) -
     T, C = lp.shape
     if T == 0:
         return torch.tensor([0.0 if len(lab) == 0 else NEG_INF for lab in labellings], dtype=torch.float64)
-    lp = lp.unsqueeze(1)  # [T, 1, C]
     scores = []
     for start in range(0, len(labellings), _SCORE_CHUNK):
-        group = labellings[start:start + _SCORE_CHUNK]
-        targets = torch.tensor([i for lab in group for i in lab], dtype=torch.long)  # [sum L]
-        target_lengths = torch.tensor([len(lab) for lab in group], dtype=torch.long)  # [N]
-        input_lengths = torch.full((len(group),), T, dtype=torch.long)  # [N]
-        nll = F.ctc_loss(lp.expand(T, len(group), C), targets, input_lengths, target_lengths,
-                         blank=BLANK, reduction="none", zero_infinity=False)  # [N]
-        scores.append(-nll)
+        group = [torch.tensor(lab, dtype=torch.long) for lab in labellings[start:start + _SCORE_CHUNK]]
+        scores.append(labelling_log_probability(lp.expand(len(group), T, C), group,  # the sample N times: [N, T, C]
+                                                torch.full((len(group),), T, dtype=torch.long)))  # [N]
     return torch.cat(scores) if scores else torch.zeros(0, dtype=torch.float64)
 
 
