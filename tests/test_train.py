@@ -72,6 +72,20 @@ def test_resume_equals_uninterrupted_run(tmp_path, words_lmdb):
         torch.testing.assert_close(b[k], a[k], rtol=0, atol=1e-6, msg=k)
 
 
+def test_resume_that_reads_crops_otherwise_says_so_once(tmp_path, words_lmdb, capsys):
+    """Resuming a run under a recipe that reads crops otherwise (another height or width: the 32 px run's last.pt
+    under the 48 px recipe) names each changed setting in one warning; the same recipe resumes without one."""
+    common = ["train.steps=3", "train.save_every=0", "train.val_every=0"]
+    assert train_main(_overrides(tmp_path, words_lmdb, None, *common, "train.stop_after=1")) == 0
+    assert train_main(_overrides(tmp_path, words_lmdb, None, *common, "train.stop_after=2", "train.resume=auto")) == 0
+    assert "was trained reading crops otherwise" not in capsys.readouterr().err
+    assert train_main(_overrides(tmp_path, words_lmdb, None, *common, "train.resume=auto", "data.width=96")) == 0
+    warned = [ln for ln in capsys.readouterr().err.splitlines() if "was trained reading crops otherwise" in ln]
+    assert len(warned) == 1 and f"train.resume {tmp_path / 'run' / 'last.pt'} was trained" in warned[0], warned
+    assert "data.width 100 -> 96 (the checkpoint's -> this run's)" in warned[0]
+    assert torch.load(tmp_path / "run" / "last.pt", map_location="cpu", weights_only=True)["step"] == 3
+
+
 def test_resume_from_weights_only_file_is_refused(tmp_path, words_lmdb, capsys):
     from crnn.engine.checkpoint import load_checkpoint, save_checkpoint, weights_only_checkpoint
 

@@ -350,6 +350,13 @@ def _fit_loaded(cfg: Config, rt: Runtime, st: TrainState, charset: Charset, feed
     ck = resume_checkpoint(cfg, rt)  # one decision for the whole group, sent to every rank
     averaged = None  # the weight average a resumed checkpoint holds (it then keeps the raw weights apart)
     if ck is not None:
+        # a run that changes how it reads crops between sittings is most often a recipe paired with the wrong run
+        # (the 32 px run's last.pt under the 48 px recipe); where a recipe means it (width_step, read_width_scale),
+        # the log says so once
+        if rt.main and (changes := reading_changes(ck.config, cfg)):
+            log.warning("train.resume %s was trained reading crops otherwise than this run reads them: %s (the "
+                        "checkpoint's -> this run's); it goes on reading them this run's way: unless the recipe means "
+                        "to change them, give the checkpoint's", ck.path, ", ".join(changes))
         vars(st).update(vars(restore(ck, model, opt, sched, scaler, cfg)))
         averaged = ck.model_state if "train_model" in ck.raw else None
         del ck
