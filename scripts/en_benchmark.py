@@ -37,7 +37,7 @@ the ratio to PP-OCRv6 small the median of the rounds' ratios; the scoring pass's
 contrast for unsure crops); PP-OCRv4: ``rapidocr_onnxruntime.RapidOCR()(path, use_det=False, use_cls=False)``
 (ch_PP-OCRv4_rec, whose dictionary holds ASCII); PP-OCRv6 small: the same through rapidocr 3.10. The peers come from
 ``pip install -e ".[peers]"`` (never dependencies of crnn); a peer that is not installed gets a row saying so, ours
-still run. A crop a model raises on reads as "" (wrong) and is listed in the JSON (``failed``). Every reading goes to
+still run (``--require-peers``: an error before anything is read instead, as a model card's report wants). A crop a model raises on reads as "" (wrong) and is listed in the JSON (``failed``). Every reading goes to
 WORK/readings.tsv (one column per model) and WORK/readings/MODEL.tsv (with a right/wrong flag per protocol); progress
 lines go to stderr.
 """
@@ -234,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--work", default=str(REPO / "data" / "en_bench"), help="readings and exported LMDB images")
     p.add_argument("--threads", type=int, default=2, help="torch / onnxruntime threads (default 2)")
     p.add_argument("--no-peers", action="store_true", help="leave EasyOCR, PP-OCRv4 and PP-OCRv6 small out")
+    p.add_argument("--require-peers", action="store_true",
+                   help="stop with an error, before reading anything, when a peer is not installed (a model card's "
+                        "figures are read beside all three; without it a missing peer's row says so)")
     p.add_argument("--speed-rounds", type=int, default=5, metavar="R",
                    help="after the scoring pass, R interleaved timing rounds over --speed-crops crops, the order "
                         "reversed every other round; crops/s is their median, the ratio the median of per-round "
@@ -255,6 +258,18 @@ def main(argv: list[str] | None = None) -> int:
         print("en_benchmark: error: --num, --threads and --speed-crops must be >= 1, --speed-rounds >= 0",
               file=sys.stderr)
         return 2
+    if args.require_peers:
+        from crnn.yardstick.readers import require_peers
+
+        try:
+            require_peers(EASYOCR, PPOCR4, PPOCR6)
+            problem = ("--require-peers reads beside EasyOCR, PP-OCRv4 and PP-OCRv6 small: leave out --no-peers"
+                       if args.no_peers else "")
+        except PeerMissing as e:
+            problem = f"{e}; --require-peers reads beside all three"
+        if problem:
+            print(f"en_benchmark: error: {problem}", file=sys.stderr)
+            return 2
     from crnn.data.en_dev import DevSetError
 
     work = Path(args.work)

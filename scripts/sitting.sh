@@ -78,7 +78,7 @@ report_zh() {
   scale=$("$PY" -c "from crnn.config import load_config; print(load_config('$CONFIG').data.read_width_scale)")
   local w=$PACK
   [ "$MODEL" != zh ] || w=zh  # the shipped file by its name
-  "$PY" scripts/zh_benchmark.py --weights "$w" --width-scale "$scale" --width-scale 1 --num 2000 \
+  "$PY" scripts/zh_benchmark.py --weights "$w" --width-scale "$scale" --width-scale 1 --num 2000 --require-peers \
     --work data/zh_bench_2000 --json --markdown "$OUT/bench.md" > "$OUT/bench.json"
   { echo; echo "CER by held-out face:"; "$PY" scripts/zh_benchmark.py --work data/zh_bench_2000 --by-font; } \
     >> "$OUT/bench.md"
@@ -98,6 +98,7 @@ report_zh() {
   # (read in fp32 as shipped and with amp=bf16, its weights in bfloat16: the speed a user can choose, and what it
   # costs in CER)
   "$PY" scripts/zh_benchmark.py --weights "$w" --amp off --amp bf16 --sets dev_print,final_print --num 1200 \
+    --require-peers \
     --work data/zh_faces \
     --json --markdown "$OUT/faces.md" > "$OUT/faces.json"
   cat "$OUT/faces.md"
@@ -117,7 +118,7 @@ report_en() {
   # figure is flattered); the pack also read with amp=bf16 (its weights in bfloat16: the fast way on CPUs with native
   # bf16) and with vertical=auto (crops twice as tall as wide also read turned: 8 of ic15_dev's 468)
   mkdir -p "$OUT"
-  "$PY" scripts/en_benchmark.py --weights "$PACK" --bf16 "$PACK" --vertical-auto "$PACK" \
+  "$PY" scripts/en_benchmark.py --weights "$PACK" --bf16 "$PACK" --vertical-auto "$PACK" --require-peers \
     $([ "$MODEL" == en ] || echo --weights weights/crnn_en.pt --bf16 weights/crnn_en.pt) \
     --weights weights/crnn_vgg_small_synth.pt --weights weights/crnn_vgg_small.pt \
     --data en_dev=data/en_dev --data ic15_dev=data/ic15_dev \

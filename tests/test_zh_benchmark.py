@@ -5,6 +5,7 @@ made in tmp_path; the clean set needs jieba and fonts-noto-cjk."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,17 @@ def test_build_only_makes_the_sets_and_reads_nothing(bench, tmp_path, monkeypatc
     gt = (tmp_path / "clean" / "gt.txt").read_text(encoding="utf-8").splitlines()
     assert len(gt) == 2 and json.loads((tmp_path / "clean" / "manifest.json").read_text())["version"] == zh_sets.VERSION
     assert bench.build_set is zh_sets.build_set and bench.face_files is zh_sets.face_files  # the names stay here
+
+
+def test_require_peers_stops_before_anything_is_read_when_a_peer_is_missing(bench, tmp_path, monkeypatch, capsys):
+    """The model card's report reads beside both peers: with --require-peers a missing one is a one-line error, exit 2,
+    before a set is built or a line read (without it, the row is skipped with one line and the run goes on)."""
+    monkeypatch.setitem(sys.modules, "rapidocr_onnxruntime", None)  # as on a machine without it
+    work = tmp_path / "work"
+    assert bench.main(["--require-peers", "--num", "2", "--sets", "unseen_clean", "--work", str(work)]) == 2
+    err = capsys.readouterr().err
+    assert err == ("zh_benchmark: error: PP-OCRv4 (rapidocr): rapidocr_onnxruntime not installed "
+                   "(pip install 'crnn[peers]'); --require-peers reads beside both\n")
+    assert not work.exists()
+    assert bench.main(["--require-peers", "--no-ppocr", "--work", str(work)]) == 2
+    assert "leave out --no-ppocr" in capsys.readouterr().err

