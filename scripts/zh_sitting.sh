@@ -8,9 +8,10 @@
 #   bash scripts/zh_sitting.sh report                 # after stop: the model card's figures for the pack (below)
 # start: continues runs/zh/last.pt when this machine has it, else the committed sitting pack
 # weights/crnn_zh_lines.pt (fp16 weights, step, lines seen, CPU-seconds; the optimizer starts afresh), else starts from
-# the English model. Two DDP processes x 1 thread (NPROC to change). stop/pack: weights/crnn_zh_lines.pt (the shipped
-# model and the next sitting's start) and weights/crnn_zh_lines_curve.tsv (held-out CER against lines seen and
-# CPU-seconds, with the CPU of every row): commit both. report (not while training: it measures lines/s): the pack
+# the recipe's train.init_weights (the 48 px run's start, weights/candidates/zh_h48_start.pt). Two DDP processes x 1
+# thread (NPROC to change). stop/pack: weights/crnn_zh_lines.pt (the shipped model and the next sitting's start) and
+# weights/crnn_zh_lines_curve.tsv (held-out CER against lines seen and CPU-seconds, with the CPU of every row): commit
+# both. report (not while training: it measures lines/s): the pack
 # beside PP-OCRv4 and PP-OCRv6 small on 2,000 lines per set (runs/zh/bench.json and bench.md;
 # data/zh_bench_2000/readings.tsv), crnn-eval on the held-out set, the learning curve's picture and the sets' contact
 # sheet (weights/crnn_zh_lines_curve.png, weights/crnn_zh_lines_sheet.png), and issue 43's faces held out by design

@@ -500,8 +500,8 @@ def test_fine_tune_from_a_printable95_start_with_its_own_rehearsal(tmp_path, cap
 
 
 def test_the_chinese_recipe_reads_as_the_chinese_model_was_trained():
-    """configs/finetune_zh.yaml starts from `zh` with its variant, alphabet, geometry (T = W/8, min_width 8, reading
-    at 1.15x) and protocol; read with the English recipe's geometry the log would name every difference."""
+    """configs/finetune_zh.yaml starts from `zh` with its variant, alphabet, geometry (48 px, T = W/8, min_width 12,
+    reading at 1.15x) and protocol; read with the English recipe's geometry the log would name every difference."""
     from crnn.config import config_to_dict
     from crnn.data.loader import reading_changes
     from crnn.infer import WEIGHTS_BY_NAME
@@ -516,6 +516,6 @@ def test_the_chinese_recipe_reads_as_the_chinese_model_was_trained():
     if shipped.is_file():
         assert reading_changes(load_checkpoint(shipped).config, cfg) == []
     en = load_config(REPO / "configs" / "finetune.yaml")
-    assert reading_changes(zh, en) == ["data.min_width 8 -> 16", "data.width_step 8 -> 4",
-                                       "data.read_width_scale 1.15 -> 1.2"]
+    assert reading_changes(zh, en) == ["data.height 48 -> 32", "data.min_width 12 -> 16", "data.max_width 600 -> 400",
+                                       "data.width_step 8 -> 4", "data.read_width_scale 1.15 -> 1.2"]
     assert {cfg.data.rehearsal, *cfg.train.base_val}.isdisjoint({en.data.rehearsal, *en.train.base_val})

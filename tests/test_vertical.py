@@ -86,10 +86,14 @@ def test_stacked_chinese_reads_top_first_where_as_it_is_it_reads_nothing_right()
     cases = [("中文识别三二一", {}), ("北京烤鸭店", {"fill": "white", "bg": (150, 20, 20)}),
              ("二三四五六", {"step": 1.0}), ("天下第一面馆", {"step": 0.95}), ("花园酒店", {"step": 1.8})]
     images = [column(text, **kw) for text, kw in cases]
+    # 一 alone in its cell is the em dash's stroke in Noto Sans CJK: which of the two a model reads there is its own
+    # coin flip (the 32 px file read 一, the 48 px one reads —, both at a line confidence near 0.5), not stacking's;
+    # every other character, and the number of characters, must be exact
+    same = lambda texts: [s.replace("—", "一") for s in texts]
     stack = crnn.Recognizer("zh", vertical="stack")
-    assert [r.text for r in stack.read(images)] == [text for text, _ in cases]
-    assert [r.text for r in crnn.Recognizer("zh", vertical="auto").read(images)] == [text for text, _ in cases]
-    assert [stack.read(im).text for im in images] == [text for text, _ in cases]  # one by one: the same
+    assert same(r.text for r in stack.read(images)) == [text for text, _ in cases]
+    assert same(r.text for r in crnn.Recognizer("zh", vertical="auto").read(images)) == [text for text, _ in cases]
+    assert same(stack.read(im).text for im in images) == [text for text, _ in cases]  # one by one: the same
     with pytest.warns(VerticalWarning):
         as_is = crnn.Recognizer("zh").read(images)
     assert not any(r.text == text for r, (text, _) in zip(as_is, cases))

@@ -468,7 +468,7 @@ def test_sitting_start_refuses_a_run_at_the_end_of_its_schedule(tmp_path):
     (tmp_path / "runs" / "zh").mkdir(parents=True)
     from crnn.model import CRNN
 
-    torch.save({"step": 140_000, "model": CRNN("vgg_small", 1, 10).state_dict()}, tmp_path / "runs" / "zh" / "last.pt")
+    torch.save({"step": 20_000, "model": CRNN("vgg_small", 1, 10).state_dict()}, tmp_path / "runs" / "zh" / "last.pt")
     if not (REPO / ".venv" / "bin" / "python").exists():
         pytest.skip("needs the project's .venv (scripts/setup.sh)")
     run = lambda *a: subprocess.run(["bash", str(tmp_path / "scripts" / "sitting.sh"), "zh", "start", *a],
@@ -476,8 +476,8 @@ def test_sitting_start_refuses_a_run_at_the_end_of_its_schedule(tmp_path):
     r = run()
     assert r.returncode == 1, r.stderr
     assert r.stderr.strip().splitlines()[-1] == (
-        "sitting: the run stands at step 140,000, the end of its schedule (configs/shipped_zh.yaml: train.steps "
-        "140,000); to train on, raise train.steps in configs/shipped_zh.yaml (or give train.steps=N): the cosine "
+        "sitting: the run stands at step 20,000, the end of its schedule (configs/shipped_zh.yaml: train.steps "
+        "20,000); to train on, raise train.steps in configs/shipped_zh.yaml (or give train.steps=N): the cosine "
         "then runs over the longer schedule")
     assert not (tmp_path / "runs" / "zh" / "train.pid").exists()
     bad = run("train.steps=many")
