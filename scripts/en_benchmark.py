@@ -37,9 +37,10 @@ the ratio to PP-OCRv6 small the median of the rounds' ratios; the scoring pass's
 contrast for unsure crops); PP-OCRv4: ``rapidocr_onnxruntime.RapidOCR()(path, use_det=False, use_cls=False)``
 (ch_PP-OCRv4_rec, whose dictionary holds ASCII); PP-OCRv6 small: the same through rapidocr 3.10. The peers come from
 ``pip install -e ".[peers]"`` (never dependencies of crnn); a peer that is not installed gets a row saying so, ours
-still run (``--require-peers``: an error before anything is read instead, as a model card's report wants). A crop a model raises on reads as "" (wrong) and is listed in the JSON (``failed``). Every reading goes to
-WORK/readings.tsv (one column per model) and WORK/readings/MODEL.tsv (with a right/wrong flag per protocol); progress
-lines go to stderr.
+still run (``--require-peers``: an error before anything is read instead, as a model card's report wants). A crop a
+model raises on reads as "" (wrong) and is listed in the JSON (``failed``). Every reading goes to WORK/readings.tsv
+(one column per model) and WORK/readings/MODEL.tsv (with a right/wrong flag per protocol); progress lines go to
+stderr.
 """
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from crnn.yardstick.readers import (  # noqa: E402
-    EASYOCR, PPOCR4, PPOCR6, PeerMissing, Reader, easyocr_en, ours, ppocr_v4, ppocr_v6)
+    EASYOCR, PPOCR4, PPOCR6, PeerMissing, Reader, easyocr_en, ours, ppocr_v4, ppocr_v6, require_peers)
 from crnn.yardstick.run import (  # noqa: E402,F401  (slug: the readings file of a model)
     Column, add_ratios, failures, read_sets, slug, speed, speed_sample, time_rounds, write_readings)
 from crnn.yardstick.run import score as harness_score  # noqa: E402
@@ -259,8 +260,6 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     if args.require_peers:
-        from crnn.yardstick.readers import require_peers
-
         try:
             require_peers(EASYOCR, PPOCR4, PPOCR6)
             problem = ("--require-peers reads beside EasyOCR, PP-OCRv4 and PP-OCRv6 small: leave out --no-peers"
