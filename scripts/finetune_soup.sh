@@ -25,7 +25,8 @@ read -ra seeds <<< "$SEEDS"
 [ "${#seeds[@]}" -ge 2 ] || { echo "finetune_soup: SEEDS needs two seeds or more, got '$SEEDS'" >&2; exit 2; }
 
 # what the recipe resolves to with these overrides: the start, its share, and the synthetic sets made on first use
-# (made by the first run alone; the others start once they exist, so that they are not rendered twice)
+# (made by the first run alone; the others start once they exist as this recipe renders them, so that they are not
+# rendered twice)
 plan=$("$PY" - "$CONFIG" "$@" <<'EOF'
 import sys
 from crnn.config import ConfigError, load_config
@@ -41,8 +42,10 @@ EOF
 read -r START ALPHA <<< "$plan"
 missing() { "$PY" -c 'import sys
 from crnn.config import load_config
-from crnn.data.rehearsal import synth_jobs
-print(len(synth_jobs(load_config(sys.argv[1], sys.argv[2:]))))' "$CONFIG" "$@"; }
+from crnn.data.rehearsal import needs_start_config, synth_jobs
+from crnn.engine.finetune import start_config
+cfg = load_config(sys.argv[1], sys.argv[2:])
+print(len(synth_jobs(cfg, start_config(cfg) if needs_start_config(cfg) else None)))' "$CONFIG" "$@"; }
 mkdir -p "$OUT"
 
 pids=()

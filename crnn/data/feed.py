@@ -75,24 +75,32 @@ def _real_fix(path: str) -> str:
 
 def prepare(cfg: Config, *, progress: bool, start: Config | None = None) -> None:
     """Generate the synthetic LMDBs that the config names but that do not exist yet (the same data from the same
-    seed wherever it runs). A train entry's ``synth_seed`` / ``synth_style`` override ``data.synth_seed`` /
-    ``data.synth_style`` for that source. ``start``: the config stored in ``train.init_weights``, for
-    ``data.rehearsal_style: base`` (:func:`crnn.data.rehearsal.needs_start_config`)."""
+    seed wherever it runs), and again those crnn rendered otherwise (another height, number, seed or lever: each set
+    stores what it was rendered as); a set of the user's own is never rendered over. A train entry's ``synth_seed`` /
+    ``synth_style`` override ``data.synth_seed`` / ``data.synth_style`` for that source. ``start``: the config stored
+    in ``train.init_weights``, for ``data.rehearsal_style: base`` (:func:`crnn.data.rehearsal.needs_start_config`)."""
     check(cfg)
     d = cfg.data
     jobs = [] if d.synth_online else [(s["path"], d.synth_num, s.get("synth_seed", d.synth_seed),
                                        s.get("synth_style", d.synth_style)) for s in d.train]
     jobs += [(p, d.synth_val_num, d.synth_seed + VAL_SEED_OFFSET, d.synth_style) for p in d.val]
     for path, num, seed, style in jobs:
-        if Path(path).exists() or num <= 0:
+        if num <= 0:
             continue
-        from crnn.data.synth import generate_lmdb, synth_options
+        from crnn.data.synth import generate_lmdb, stale_rendering, synth_options, warn_unstamped
 
         opts = synth_options(cfg, style)
-        log.info("generating %d synthetic %s into %s (seed %d%s)", num,
-                 "samples" if opts.text == "words" else f"text lines for {cfg.model.charset}", path, seed,
-                 "" if style == "default" else f", style {style}")
-        generate_lmdb(path, num, seed=seed, workers=d.synth_workers, progress=progress, opts=opts)
+        if Path(path).exists():  # kept, unless crnn rendered it otherwise than this config renders it
+            stale = stale_rendering(path, num, seed, opts)
+            if not stale:
+                warn_unstamped(path, opts, "data.train or data.val")
+                continue
+            log.warning("%s was rendered otherwise than this run renders it (%s): rendering it again", path, stale)
+        else:
+            log.info("generating %d synthetic %s into %s (seed %d%s)", num,
+                     "samples" if opts.text == "words" else f"text lines for {cfg.model.charset}", path, seed,
+                     "" if style == "default" else f", style {style}")
+        generate_lmdb(path, num, seed=seed, workers=d.synth_workers, progress=progress, opts=opts, overwrite=True)
     generate_base_style(cfg, progress, start)  # rehearsal data and base-domain held-out sets (fine-tuning)
 
 

@@ -2,7 +2,8 @@
 
 Layout (as used by CRNN, ASTER, PARSeq and most STR benchmarks): ``b"num-samples"`` -> ASCII
 decimal count; for ``i`` in ``1..count``: ``b"image-%09d"`` -> encoded image file bytes
-(PNG/JPEG as-is) and ``b"label-%09d"`` -> UTF-8 label.
+(PNG/JPEG as-is) and ``b"label-%09d"`` -> UTF-8 label. A writer may add keys of its own beside them (``meta``; crnn's
+synthetic sets say what they were rendered as): readers of the layout ignore them.
 """
 from __future__ import annotations
 
@@ -93,10 +94,17 @@ class ReaderRegistry:
 READERS = ReaderRegistry()
 
 
+def read_key(path: str | os.PathLike, key: bytes) -> bytes | None:
+    """The value of ``key`` in the LMDB at ``path`` (None where it has no such key)."""
+    with READERS.borrow(path) as env, env.begin(buffers=False) as txn:
+        return txn.get(key)
+
+
 def write_lmdb(samples: Iterable[tuple[bytes, str]], out: str | os.PathLike, *, commit_every: int = 1000,
                progress: bool = False, overwrite: bool = False, total: int | None = None,
-               map_size: int = INITIAL_MAP_SIZE) -> int:
+               map_size: int = INITIAL_MAP_SIZE, meta: dict[bytes, bytes] | None = None) -> int:
     """Write ``(image_bytes, label)`` pairs to a new LMDB at ``out`` atomically; return the sample count.
+    ``meta``: more keys, written with ``num-samples`` (none may be a sample's key or ``num-samples``).
 
     Data goes to ``out + ".tmp-<host>-<pid>"`` and is renamed to ``out`` only when complete; on any
     error the temporary directory is removed. An existing ``out`` is refused unless ``overwrite``.
@@ -107,13 +115,17 @@ def write_lmdb(samples: Iterable[tuple[bytes, str]], out: str | os.PathLike, *, 
         raise ValueError(f"commit_every must be >= 1, got {commit_every}")
     if os.path.lexists(out) and not overwrite:
         raise FileExistsError(f"{out} already exists; choose another output path or pass overwrite=True (--overwrite)")
+    meta = dict(meta or {})
+    clash = [k for k in meta if k == NUM_SAMPLES_KEY or re.fullmatch(rb"(image|label)-\d{9}", k)]
+    if clash:
+        raise ValueError(f"meta keys may not be the layout's own: {clash[0]!r}")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     tmp = f"{out}.tmp-{_host()}-{os.getpid()}"
     if os.path.lexists(tmp):
         _remove(tmp)
     remove_abandoned_writes(out)
     try:
-        count = _write_all(samples, tmp, commit_every, progress, total, map_size)
+        count = _write_all(samples, tmp, commit_every, progress, total, map_size, meta)
         _move_into_place(tmp, out)
     except BaseException:
         _remove(tmp)
@@ -123,8 +135,8 @@ def write_lmdb(samples: Iterable[tuple[bytes, str]], out: str | os.PathLike, *, 
 
 
 def _write_all(samples: Iterable[tuple[bytes, str]], path: str, commit_every: int, progress: bool,
-               total: int | None, map_size: int) -> int:
-    """Write every sample in chunks of ``commit_every`` plus ``num-samples``; return the count."""
+               total: int | None, map_size: int, meta: dict[bytes, bytes]) -> int:
+    """Write every sample in chunks of ``commit_every`` plus ``num-samples`` and ``meta``; return the count."""
     env = lmdb.open(path, map_size=map_size, subdir=True, meminit=False)
     try:
         it: Iterator = iter(track(samples, total, desc="lmdb", unit="img", enabled=progress))
@@ -135,7 +147,7 @@ def _write_all(samples: Iterable[tuple[bytes, str]], path: str, commit_every: in
             if not chunk:
                 break
             _put_chunk(env, chunk)
-        _put_chunk(env, [(NUM_SAMPLES_KEY, str(count).encode("ascii"))])
+        _put_chunk(env, [(NUM_SAMPLES_KEY, str(count).encode("ascii")), *meta.items()])
         env.sync()
     finally:
         env.close()

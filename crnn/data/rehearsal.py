@@ -43,10 +43,10 @@ def base_style_options(cfg: Config, style: str = "default"):
     return SynthOptions(text="words", height=cfg.data.height, style=style)
 
 
-def synth_jobs(cfg: Config) -> list[tuple[str, int, int, str]]:
-    """(path, number, seed, style) of the base-style synthetic sets this config asks for and that do not exist yet
-    (the rehearsal words in ``data.rehearsal_style``, the held-out base-domain words in the default style - or in
-    the start's own, ``base``, when the rehearsal words are)."""
+def _wanted(cfg: Config) -> list[tuple[str, int, int, str]]:
+    """(path, number, seed, style) of every base-style synthetic set this config asks for (the rehearsal words in
+    ``data.rehearsal_style``, the held-out base-domain words in the default style - or in the start's own, ``base``,
+    when the rehearsal words are)."""
     jobs = []
     if cfg.data.rehearsal and cfg.data.rehearsal_num > 0:
         jobs.append((cfg.data.rehearsal, cfg.data.rehearsal_num, cfg.data.rehearsal_seed, cfg.data.rehearsal_style))
@@ -54,12 +54,37 @@ def synth_jobs(cfg: Config) -> list[tuple[str, int, int, str]]:
         style = "base" if cfg.data.rehearsal_style == "base" else "default"
         jobs += [(p, cfg.train.base_val_num, cfg.data.rehearsal_seed + BASE_VAL_SEED_OFFSET + i, style)
                  for i, p in enumerate(cfg.train.base_val)]
-    return [job for job in jobs if not Path(job[0]).exists()]
+    return jobs
+
+
+def _stamped(path: str) -> bool:
+    from crnn.data.lmdb_io import read_key
+    from crnn.data.synth import RENDERED_KEY
+
+    return (Path(path) / "data.mdb").is_file() and read_key(path, RENDERED_KEY) is not None
+
+
+def set_options(cfg: Config, style: str, start: Config | None):
+    """The SynthOptions a set of ``style`` is rendered with (``base``: from ``start``, the config stored in
+    ``train.init_weights``)."""
+    return start_synth_options(cfg, start) if style == "base" else base_style_options(cfg, style)
+
+
+def synth_jobs(cfg: Config, start: Config | None = None) -> list[tuple[str, int, int, str]]:
+    """(path, number, seed, style) of the base-style synthetic sets this config asks for that are to be rendered:
+    those that do not exist yet, and those crnn rendered otherwise than this run renders them (another number, seed
+    or style, or - style ``base`` - another start's height or data engine: judged where ``start`` is given)."""
+    from crnn.data.synth import stale_rendering
+
+    return [(path, num, seed, style) for path, num, seed, style in _wanted(cfg)
+            if not Path(path).exists() or ((style != "base" or start is not None)
+                                           and stale_rendering(path, num, seed, set_options(cfg, style, start)))]
 
 
 def needs_start_config(cfg: Config) -> bool:
-    """Whether generating this config's missing sets needs the config stored in ``train.init_weights``."""
-    return any(style == "base" for _, _, _, style in synth_jobs(cfg))
+    """Whether generating this config's sets, or telling whether those it has are still its own, needs the config
+    stored in ``train.init_weights``."""
+    return any(style == "base" and (not Path(path).exists() or _stamped(path)) for path, _, _, style in _wanted(cfg))
 
 
 def start_synth_options(cfg: Config, start: Config | None):
@@ -87,13 +112,19 @@ def describe_options(opts: Any) -> str:
 def generate_base_style(cfg: Config, progress: bool, start: Config | None = None) -> None:
     """Generate the missing base-style synthetic sets (rehearsal data and held-out base-domain sets); ``start``: the
     config stored in ``train.init_weights``, needed where :func:`needs_start_config` says so."""
-    from crnn.data.synth import generate_lmdb
+    from crnn.data.synth import generate_lmdb, stale_rendering, warn_unstamped
 
-    jobs = synth_jobs(cfg)
+    jobs = synth_jobs(cfg, start)
+    for path, num, seed, style in _wanted(cfg):
+        if (path, num, seed, style) not in jobs and (style != "base" or start is not None):
+            warn_unstamped(path, set_options(cfg, style, start), "data.rehearsal or train.base_val")
     start_opts = start_synth_options(cfg, start) if any(job[3] == "base" for job in jobs) else None
     for path, num, seed, style in jobs:
         opts = start_opts if style == "base" else base_style_options(cfg, style)
-        if style == "base":
+        if Path(path).exists():
+            log.warning("%s was rendered otherwise than this run renders it (%s): rendering it again", path,
+                        stale_rendering(path, num, seed, opts))
+        elif style == "base":
             real = ", ".join(f"{share:.0%} from {p}" for p, share in start.data.real_sources())
             log.info("generating %d synthetic samples into %s (seed %d) as %s was trained: %s%s", num, path, seed,
                      cfg.train.init_weights, describe_options(opts),
@@ -101,4 +132,5 @@ def generate_base_style(cfg: Config, progress: bool, start: Config | None = None
         else:
             log.info("generating %d synthetic base-style words into %s (seed %d%s)", num, path, seed,
                      "" if style == "default" else f", style {style}")
-        generate_lmdb(path, num, seed=seed, workers=cfg.data.synth_workers, progress=progress, opts=opts)
+        generate_lmdb(path, num, seed=seed, workers=cfg.data.synth_workers, progress=progress, opts=opts,
+                      overwrite=True)

@@ -17,8 +17,11 @@ contains text). The default style is unchanged (the same seed gives the same byt
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
+import json
+import logging
 import math
 import multiprocessing
 import os
@@ -39,6 +42,8 @@ from crnn.data.lines import UNIFORM_SHARE, describe
 from crnn.data.text import sample_text
 from crnn.data.traditional import check_traditional
 from crnn.data.words import RENDERABLE, label_rules, text_label, text_mode
+
+log = logging.getLogger("crnn")
 
 __all__ = [
     "SynthOptions", "SynthDataset", "NoFontsError", "render_word", "sample_text", "text_label",
@@ -809,9 +814,13 @@ def iter_samples(num: int, seed: int, fonts: Sequence[str], opts: SynthOptions, 
         yield from pool.imap(job, indices, chunksize=chunk)
 
 
+RENDERED_KEY = b"crnn-rendered"  # a rendered set's stamp: rendered_stamp() as JSON
+
+
 def generate_lmdb(out: str, num: int, seed: int = 0, workers: int = 0, fonts_dir: str | None = None,
                   opts: SynthOptions | None = None, progress: bool = True, overwrite: bool = False) -> int:
-    """Render ``num`` samples into a new LMDB at ``out`` (standard layout); return the count.
+    """Render ``num`` samples into a new LMDB at ``out`` (standard layout); return the count. The set stores what it
+    is (``RENDERED_KEY``: :func:`rendered_stamp`), so that a run can tell a set rendered otherwise from its own.
 
     ``workers=0`` uses every core. The result depends only on ``seed``, ``opts`` and the fonts.
     """
@@ -826,7 +835,62 @@ def generate_lmdb(out: str, num: int, seed: int = 0, workers: int = 0, fonts_dir
     check_options(opts, fonts)
     workers = workers or os.cpu_count() or 1
     samples = iter_samples(num, seed, fonts, opts, workers)
-    return write_lmdb(samples, out, progress=progress, overwrite=overwrite, total=num)
+    stamp = json.dumps(rendered_stamp(num, seed, opts), sort_keys=True).encode("utf-8")
+    return write_lmdb(samples, out, progress=progress, overwrite=overwrite, total=num, meta={RENDERED_KEY: stamp})
+
+
+def rendered_stamp(num: int, seed: int, opts: SynthOptions) -> dict[str, Any]:
+    """What a rendered set is: its size, seed and options, as :func:`generate_lmdb` stores them in the set."""
+    return {"num": num, "seed": seed, **json.loads(json.dumps(dataclasses.asdict(opts)))}
+
+
+def stale_rendering(path: str | os.PathLike, num: int, seed: int, opts: SynthOptions) -> str | None:
+    """How the set crnn rendered at ``path`` differs from what ``num``, ``seed`` and ``opts`` render
+    (``height 32 -> 48, seed 7 -> 8``); None where it is the same, and where ``path`` holds no stamp of
+    :func:`generate_lmdb` (absent, a set of the user's own, or rendered before sets were stamped): a caller renders
+    over a stale set only, never over those."""
+    from crnn.data.lmdb_io import read_key
+
+    if not os.path.isfile(os.path.join(path, "data.mdb")):
+        return None
+    raw = read_key(path, RENDERED_KEY)
+    if raw is None:
+        return None
+    old, new = json.loads(raw), rendered_stamp(num, seed, opts)
+    changed = [f"{k} {old.get(k, '-')} -> {new.get(k, '-')}" for k in sorted(set(old) | set(new))
+               if old.get(k) != new.get(k)]
+    return ", ".join(changed) or None
+
+
+def unstamped_height(path: str | os.PathLike, height: int, probe: int = 16) -> int | None:
+    """For a set without crnn's stamp: the one height its first ``probe`` images share, where it is not ``height``
+    (most likely rendered for another model by a crnn from before the stamp); None otherwise."""
+    from crnn.data.lmdb_io import NUM_SAMPLES_KEY, READERS, image_key
+
+    if not os.path.isfile(os.path.join(path, "data.mdb")):
+        return None
+    heights = set()
+    with READERS.borrow(path) as env, env.begin(buffers=False) as txn:
+        if txn.get(RENDERED_KEY) is not None:
+            return None
+        n = int(txn.get(NUM_SAMPLES_KEY) or 0)
+        for i in range(1, min(n, probe) + 1):
+            data = txn.get(image_key(i))
+            if data is None:
+                return None
+            with Image.open(io.BytesIO(data)) as im:
+                heights.add(im.height)
+    return heights.pop() if len(heights) == 1 and height not in heights else None
+
+
+def warn_unstamped(path: str | os.PathLike, opts: SynthOptions, key: str) -> None:
+    """One warning where a set without crnn's stamp (a set of the user's own, or rendered before sets were stamped),
+    kept as it is, has images of another height than the run renders."""
+    found = unstamped_height(path, opts.height)
+    if found is not None:
+        log.warning("%s: kept as it is, though its images are %d px high where this run renders such a set %d px "
+                    "high: if an older crnn rendered it for another model, delete it to have it rendered anew (or "
+                    "name another path in %s)", path, found, opts.height, key)
 
 
 class SynthDataset:
@@ -873,7 +937,10 @@ def synth_options(cfg: Any, style: str = "default") -> "SynthOptions":
     d = cfg.data
     levers = dict(squeeze=d.synth_squeeze, weight=d.synth_weight, jitter=d.synth_jitter, photos=d.synth_photos,
                   signs=d.synth_signs, street=d.synth_street, elastic=d.synth_elastic, traditional=d.synth_traditional)
-    if not any(levers.values()):
-        return SynthOptions(text="words", style=style)  # the English recipes before the levers: the same bytes
+    # words are rendered as high as the model reads them (a 48 px recipe's words were rendered 32 px high and scaled
+    # up until 2026-11-29)
+    if not any(levers.values()):  # the English recipes before the levers: the same bytes
+        return SynthOptions(text="words", style=style, height=d.height)
     # a case-sensitive alphabet with a space (printable95) keeps phrases and case in its labels
-    return SynthOptions(text="words", style=style, charset=cfg.model.charset, max_len=d.max_label_length, **levers)
+    return SynthOptions(text="words", style=style, height=d.height, charset=cfg.model.charset,
+                        max_len=d.max_label_length, **levers)
