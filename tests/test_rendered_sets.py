@@ -154,3 +154,16 @@ def test_a_recipes_synthetic_training_set_follows_its_height(tmp_path, caplog):
         prepare(load_config(None, [*base, "data.height=48"]), progress=False)
     assert "was rendered otherwise than this run renders it (height 32 -> 48): rendering it again" in caplog.text
     assert _heights(train) == {48}
+
+
+@pytest.mark.parametrize("recipe", sorted(p.name for p in (REPO / "configs").glob("*.yaml")))
+def test_every_recipe_renders_as_high_as_it_reads(recipe):
+    """What a recipe renders (its training stream, or the sets it generates) is data.height high: a 48 px English
+    recipe rendered its words 32 px high and had them scaled up, silently, until words followed data.height."""
+    from crnn.data.synth import synth_options
+
+    cfg = load_config(REPO / "configs" / recipe)
+    if not (cfg.data.synth_online or cfg.data.synth_num or cfg.data.synth_val_num):
+        pytest.skip(f"{recipe} renders no training data")
+    assert synth_options(cfg, cfg.data.synth_style).height == cfg.data.height
+    assert synth_options(load_config(REPO / "configs" / recipe, ["data.height=40"])).height == 40
