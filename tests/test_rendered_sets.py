@@ -14,10 +14,11 @@ from PIL import Image
 
 from tests.conftest import REPO, make_lmdb
 from crnn.charset import Charset
+from crnn.cli.synth import main as synth_main
 from crnn.config import load_config
 from crnn.data.lmdb_io import read_key, write_lmdb
-from crnn.data.synth import (RENDERED_KEY, SynthOptions, generate_lmdb, rendered_stamp, stale_rendering,
-                             unstamped_height)
+from crnn.data.synth import (RENDERED_KEY, SynthOptions, generate_lmdb, kept_height, rendered_stamp,
+                             stale_rendering)
 from crnn.engine.checkpoint import model_checkpoint, save_checkpoint
 from crnn.model import build_model
 
@@ -52,25 +53,32 @@ def test_an_lmdb_carries_keys_of_its_writer_beside_the_layout(tmp_path):
 
 
 def test_a_rendered_set_says_what_it_was_rendered_as(tmp_path, dejavu_fonts):
-    out = tmp_path / "r.lmdb"
+    """A set a run rendered for itself is judged by its stamp; crnn-synth's (asked for by someone) never is."""
+    fonts_dir = str(Path(dejavu_fonts[0]).parent)
+    out, asked = tmp_path / "r.lmdb", tmp_path / "asked.lmdb"
     opts = SynthOptions(height=32, charset="alnum36")
-    generate_lmdb(str(out), 3, seed=5, workers=1, fonts_dir=str(Path(dejavu_fonts[0]).parent), opts=opts,
-                  progress=False)
-    stamp = rendered_stamp(3, 5, opts)
-    assert (stamp["num"], stamp["seed"], stamp["height"], stamp["charset"]) == (3, 5, 32, "alnum36")
+    generate_lmdb(str(out), 3, seed=5, workers=1, fonts_dir=fonts_dir, opts=opts, progress=False, for_run=True)
+    stamp = rendered_stamp(3, 5, opts, for_run=True)
+    assert (stamp["for"], stamp["num"], stamp["seed"], stamp["height"], stamp["charset"]) == ("run", 3, 5, 32,
+                                                                                            "alnum36")
     assert stale_rendering(out, 3, 5, opts) is None
     assert stale_rendering(out, 3, 5, SynthOptions(height=48, charset="alnum36")) == "height 32 -> 48"
     assert stale_rendering(out, 4, 6, SynthOptions(height=32, charset="alnum36", street=0.5)) == \
         "num 3 -> 4, seed 5 -> 6, street 0.0 -> 0.5"
-    assert unstamped_height(out, 48) is None  # stamped: judged by its stamp, not its images
+    assert kept_height(out, 48) is None  # a run's own: judged by its stamp, and rendered again
     assert stale_rendering(tmp_path / "absent.lmdb", 3, 5, opts) is None
+    assert synth_main(["--out", str(asked), "--num", "2", "--height", "32", "--fonts", fonts_dir, "--workers", "1",
+                       "--quiet"]) == 0
+    assert rendered_stamp(2, 0, SynthOptions())["for"] == "user" and b'"for": "user"' in read_key(asked, RENDERED_KEY)
+    assert stale_rendering(asked, 3, 5, SynthOptions(height=48)) is None  # crnn-synth's: the user's, kept
+    assert kept_height(asked, 48) == 32 and kept_height(asked, 32) is None  # ... with its height told
 
 
 def test_a_set_without_the_stamp_is_never_judged_stale_but_its_height_is_told(tmp_path):
     own = make_lmdb(tmp_path / "own.lmdb", ["word", "other", "third"])  # 32 px high, no stamp: the user's own
     assert read_key(own, RENDERED_KEY) is None
     assert stale_rendering(own, 3, 0, SynthOptions(height=48)) is None
-    assert unstamped_height(own, 48) == 32 and unstamped_height(own, 32) is None
+    assert kept_height(own, 48) == 32 and kept_height(own, 32) is None
 
 
 def _cfg(tmp_path: Path, *overrides: str):
@@ -103,8 +111,8 @@ def test_fine_tunings_rehearsal_set_is_rendered_again_for_another_height(tmp_pat
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="crnn"):
         generate_base_style(cfg, progress=False)
-    assert f"{own}: kept as it is, though its images are 32 px high where this run renders such a set 48 px high" \
-        in caplog.text
+    assert f"{own}: kept as it is (no run rendered it for itself), though its images are 32 px high where this run " \
+        "renders such a set 48 px high" in caplog.text
     assert (own / "data.mdb").read_bytes() == before
 
 
@@ -156,14 +164,22 @@ def test_a_recipes_synthetic_training_set_follows_its_height(tmp_path, caplog):
     assert _heights(train) == {48}
 
 
-@pytest.mark.parametrize("recipe", sorted(p.name for p in (REPO / "configs").glob("*.yaml")))
+def _rendering_recipes() -> list[str]:
+    """The recipes that render what they train on, or generate the sets they name."""
+    cfgs = {p.name: load_config(p) for p in sorted((REPO / "configs").glob("*.yaml"))}
+    return [name for name, c in cfgs.items() if c.data.synth_online or c.data.synth_num or c.data.synth_val_num]
+
+
+@pytest.mark.parametrize("recipe", _rendering_recipes())
 def test_every_recipe_renders_as_high_as_it_reads(recipe):
     """What a recipe renders (its training stream, or the sets it generates) is data.height high: a 48 px English
     recipe rendered its words 32 px high and had them scaled up, silently, until words followed data.height."""
     from crnn.data.synth import synth_options
 
     cfg = load_config(REPO / "configs" / recipe)
-    if not (cfg.data.synth_online or cfg.data.synth_num or cfg.data.synth_val_num):
-        pytest.skip(f"{recipe} renders no training data")
     assert synth_options(cfg, cfg.data.synth_style).height == cfg.data.height
     assert synth_options(load_config(REPO / "configs" / recipe, ["data.height=40"])).height == 40
+
+
+def test_the_rendering_recipes_include_both_families_at_48_px():
+    assert {"en_h48.yaml", "shipped_en.yaml", "shipped_zh.yaml"} <= set(_rendering_recipes())

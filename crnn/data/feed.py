@@ -87,20 +87,21 @@ def prepare(cfg: Config, *, progress: bool, start: Config | None = None) -> None
     for path, num, seed, style in jobs:
         if num <= 0:
             continue
-        from crnn.data.synth import generate_lmdb, stale_rendering, synth_options, warn_unstamped
+        from crnn.data.synth import generate_lmdb, stale_rendering, synth_options, warn_kept_height
 
         opts = synth_options(cfg, style)
         if Path(path).exists():  # kept, unless crnn rendered it otherwise than this config renders it
             stale = stale_rendering(path, num, seed, opts)
             if not stale:
-                warn_unstamped(path, opts, "data.train or data.val")
+                warn_kept_height(path, opts, "data.train or data.val")
                 continue
             log.warning("%s was rendered otherwise than this run renders it (%s): rendering it again", path, stale)
         else:
             log.info("generating %d synthetic %s into %s (seed %d%s)", num,
                      "samples" if opts.text == "words" else f"text lines for {cfg.model.charset}", path, seed,
                      "" if style == "default" else f", style {style}")
-        generate_lmdb(path, num, seed=seed, workers=d.synth_workers, progress=progress, opts=opts, overwrite=True)
+        generate_lmdb(path, num, seed=seed, workers=d.synth_workers, progress=progress, opts=opts, overwrite=True,
+                      for_run=True)
     generate_base_style(cfg, progress, start)  # rehearsal data and base-domain held-out sets (fine-tuning)
 
 

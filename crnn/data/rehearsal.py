@@ -57,13 +57,6 @@ def _wanted(cfg: Config) -> list[tuple[str, int, int, str]]:
     return jobs
 
 
-def _stamped(path: str) -> bool:
-    from crnn.data.lmdb_io import read_key
-    from crnn.data.synth import RENDERED_KEY
-
-    return (Path(path) / "data.mdb").is_file() and read_key(path, RENDERED_KEY) is not None
-
-
 def set_options(cfg: Config, style: str, start: Config | None):
     """The SynthOptions a set of ``style`` is rendered with (``base``: from ``start``, the config stored in
     ``train.init_weights``)."""
@@ -84,7 +77,10 @@ def synth_jobs(cfg: Config, start: Config | None = None) -> list[tuple[str, int,
 def needs_start_config(cfg: Config) -> bool:
     """Whether generating this config's sets, or telling whether those it has are still its own, needs the config
     stored in ``train.init_weights``."""
-    return any(style == "base" and (not Path(path).exists() or _stamped(path)) for path, _, _, style in _wanted(cfg))
+    from crnn.data.synth import rendered_for_run
+
+    return any(style == "base" and (not Path(path).exists() or rendered_for_run(path))
+               for path, _, _, style in _wanted(cfg))
 
 
 def start_synth_options(cfg: Config, start: Config | None):
@@ -112,12 +108,12 @@ def describe_options(opts: Any) -> str:
 def generate_base_style(cfg: Config, progress: bool, start: Config | None = None) -> None:
     """Generate the missing base-style synthetic sets (rehearsal data and held-out base-domain sets); ``start``: the
     config stored in ``train.init_weights``, needed where :func:`needs_start_config` says so."""
-    from crnn.data.synth import generate_lmdb, stale_rendering, warn_unstamped
+    from crnn.data.synth import generate_lmdb, stale_rendering, warn_kept_height
 
     jobs = synth_jobs(cfg, start)
     for path, num, seed, style in _wanted(cfg):
         if (path, num, seed, style) not in jobs and (style != "base" or start is not None):
-            warn_unstamped(path, set_options(cfg, style, start), "data.rehearsal or train.base_val")
+            warn_kept_height(path, set_options(cfg, style, start), "data.rehearsal or train.base_val")
     start_opts = start_synth_options(cfg, start) if any(job[3] == "base" for job in jobs) else None
     for path, num, seed, style in jobs:
         opts = start_opts if style == "base" else base_style_options(cfg, style)
@@ -133,4 +129,4 @@ def generate_base_style(cfg: Config, progress: bool, start: Config | None = None
             log.info("generating %d synthetic base-style words into %s (seed %d%s)", num, path, seed,
                      "" if style == "default" else f", style {style}")
         generate_lmdb(path, num, seed=seed, workers=cfg.data.synth_workers, progress=progress, opts=opts,
-                      overwrite=True)
+                      overwrite=True, for_run=True)

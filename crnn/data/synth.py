@@ -818,9 +818,11 @@ RENDERED_KEY = b"crnn-rendered"  # a rendered set's stamp: rendered_stamp() as J
 
 
 def generate_lmdb(out: str, num: int, seed: int = 0, workers: int = 0, fonts_dir: str | None = None,
-                  opts: SynthOptions | None = None, progress: bool = True, overwrite: bool = False) -> int:
+                  opts: SynthOptions | None = None, progress: bool = True, overwrite: bool = False,
+                  for_run: bool = False) -> int:
     """Render ``num`` samples into a new LMDB at ``out`` (standard layout); return the count. The set stores what it
-    is (``RENDERED_KEY``: :func:`rendered_stamp`), so that a run can tell a set rendered otherwise from its own.
+    is (``RENDERED_KEY``: :func:`rendered_stamp`; ``for_run``: a run renders it for itself, and renders it again
+    when it would render it otherwise), so that a run can tell a set rendered otherwise from its own.
 
     ``workers=0`` uses every core. The result depends only on ``seed``, ``opts`` and the fonts.
     """
@@ -835,44 +837,59 @@ def generate_lmdb(out: str, num: int, seed: int = 0, workers: int = 0, fonts_dir
     check_options(opts, fonts)
     workers = workers or os.cpu_count() or 1
     samples = iter_samples(num, seed, fonts, opts, workers)
-    stamp = json.dumps(rendered_stamp(num, seed, opts), sort_keys=True).encode("utf-8")
+    stamp = json.dumps(rendered_stamp(num, seed, opts, for_run), sort_keys=True).encode("utf-8")
     return write_lmdb(samples, out, progress=progress, overwrite=overwrite, total=num, meta={RENDERED_KEY: stamp})
 
 
-def rendered_stamp(num: int, seed: int, opts: SynthOptions) -> dict[str, Any]:
-    """What a rendered set is: its size, seed and options, as :func:`generate_lmdb` stores them in the set."""
-    return {"num": num, "seed": seed, **json.loads(json.dumps(dataclasses.asdict(opts)))}
+def rendered_stamp(num: int, seed: int, opts: SynthOptions, for_run: bool = False) -> dict[str, Any]:
+    """What a rendered set is: its size, seed and options, and whether a run rendered it for itself (``for``: run)
+    or someone asked for it (``crnn-synth``: user), as :func:`generate_lmdb` stores them in the set."""
+    return {"for": "run" if for_run else "user", "num": num, "seed": seed,
+            **json.loads(json.dumps(dataclasses.asdict(opts)))}
 
 
-def stale_rendering(path: str | os.PathLike, num: int, seed: int, opts: SynthOptions) -> str | None:
-    """How the set crnn rendered at ``path`` differs from what ``num``, ``seed`` and ``opts`` render
-    (``height 32 -> 48, seed 7 -> 8``); None where it is the same, and where ``path`` holds no stamp of
-    :func:`generate_lmdb` (absent, a set of the user's own, or rendered before sets were stamped): a caller renders
-    over a stale set only, never over those."""
+def _stamp(path: str | os.PathLike) -> dict[str, Any] | None:
     from crnn.data.lmdb_io import read_key
 
     if not os.path.isfile(os.path.join(path, "data.mdb")):
         return None
     raw = read_key(path, RENDERED_KEY)
-    if raw is None:
+    return None if raw is None else json.loads(raw)
+
+
+def rendered_for_run(path: str | os.PathLike) -> bool:
+    """Whether ``path`` holds a set a run rendered for itself (and may render again)."""
+    stamp = _stamp(path)
+    return stamp is not None and stamp.get("for") == "run"
+
+
+def stale_rendering(path: str | os.PathLike, num: int, seed: int, opts: SynthOptions) -> str | None:
+    """How the set a run rendered for itself at ``path`` differs from what ``num``, ``seed`` and ``opts`` render
+    (``height 32 -> 48, seed 7 -> 8``); None where it is the same, and where ``path`` holds no set a run rendered
+    (absent, rendered by ``crnn-synth``, a set of the user's own, or rendered before sets were stamped): a caller
+    renders over a stale set only, never over those."""
+    old = _stamp(path)
+    if old is None or old.get("for") != "run":
         return None
-    old, new = json.loads(raw), rendered_stamp(num, seed, opts)
+    new = rendered_stamp(num, seed, opts, for_run=True)
     changed = [f"{k} {old.get(k, '-')} -> {new.get(k, '-')}" for k in sorted(set(old) | set(new))
                if old.get(k) != new.get(k)]
     return ", ".join(changed) or None
 
 
-def unstamped_height(path: str | os.PathLike, height: int, probe: int = 16) -> int | None:
-    """For a set without crnn's stamp: the one height its first ``probe`` images share, where it is not ``height``
-    (most likely rendered for another model by a crnn from before the stamp); None otherwise."""
+def kept_height(path: str | os.PathLike, height: int, probe: int = 16) -> int | None:
+    """For a set a run did not render for itself (the user's own, ``crnn-synth``'s, or rendered before sets were
+    stamped): the one height its images have (its stamp's, else that of its first ``probe`` images), where it is
+    not ``height``; None otherwise."""
     from crnn.data.lmdb_io import NUM_SAMPLES_KEY, READERS, image_key
 
+    stamp = _stamp(path)
+    if stamp is not None:
+        return stamp["height"] if stamp.get("for") != "run" and stamp["height"] != height else None
     if not os.path.isfile(os.path.join(path, "data.mdb")):
         return None
     heights = set()
     with READERS.borrow(path) as env, env.begin(buffers=False) as txn:
-        if txn.get(RENDERED_KEY) is not None:
-            return None
         n = int(txn.get(NUM_SAMPLES_KEY) or 0)
         for i in range(1, min(n, probe) + 1):
             data = txn.get(image_key(i))
@@ -883,14 +900,14 @@ def unstamped_height(path: str | os.PathLike, height: int, probe: int = 16) -> i
     return heights.pop() if len(heights) == 1 and height not in heights else None
 
 
-def warn_unstamped(path: str | os.PathLike, opts: SynthOptions, key: str) -> None:
-    """One warning where a set without crnn's stamp (a set of the user's own, or rendered before sets were stamped),
-    kept as it is, has images of another height than the run renders."""
-    found = unstamped_height(path, opts.height)
+def warn_kept_height(path: str | os.PathLike, opts: SynthOptions, key: str) -> None:
+    """One warning where a set kept as it is (:func:`kept_height`) has images of another height than the run
+    renders."""
+    found = kept_height(path, opts.height)
     if found is not None:
-        log.warning("%s: kept as it is, though its images are %d px high where this run renders such a set %d px "
-                    "high: if an older crnn rendered it for another model, delete it to have it rendered anew (or "
-                    "name another path in %s)", path, found, opts.height, key)
+        log.warning("%s: kept as it is (no run rendered it for itself), though its images are %d px high where this "
+                    "run renders such a set %d px high: if it was rendered for another model, delete it to have it "
+                    "rendered anew (or name another path in %s)", path, found, opts.height, key)
 
 
 class SynthDataset:
