@@ -87,7 +87,8 @@ def prepare(cfg: Config, *, progress: bool, start: Config | None = None) -> None
     for path, num, seed, style in jobs:
         if num <= 0:
             continue
-        from crnn.data.synth import generate_lmdb, stale_rendering, synth_options, warn_kept_height
+        from crnn.data.synth import (generate_lmdb, stale_rendering, synth_options, warn_kept_height,
+                                      warn_rendering_again)
 
         opts = synth_options(cfg, style)
         if Path(path).exists():  # kept, unless crnn rendered it otherwise than this config renders it
@@ -95,7 +96,7 @@ def prepare(cfg: Config, *, progress: bool, start: Config | None = None) -> None
             if not stale:
                 warn_kept_height(path, opts, "data.train or data.val")
                 continue
-            log.warning("%s was rendered otherwise than this run renders it (%s): rendering it again", path, stale)
+            warn_rendering_again(path, stale)
         else:
             log.info("generating %d synthetic %s into %s (seed %d%s)", num,
                      "samples" if opts.text == "words" else f"text lines for {cfg.model.charset}", path, seed,

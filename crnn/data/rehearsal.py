@@ -108,7 +108,7 @@ def describe_options(opts: Any) -> str:
 def generate_base_style(cfg: Config, progress: bool, start: Config | None = None) -> None:
     """Generate the missing base-style synthetic sets (rehearsal data and held-out base-domain sets); ``start``: the
     config stored in ``train.init_weights``, needed where :func:`needs_start_config` says so."""
-    from crnn.data.synth import generate_lmdb, stale_rendering, warn_kept_height
+    from crnn.data.synth import generate_lmdb, stale_rendering, warn_kept_height, warn_rendering_again
 
     jobs = synth_jobs(cfg, start)
     for path, num, seed, style in _wanted(cfg):
@@ -118,8 +118,7 @@ def generate_base_style(cfg: Config, progress: bool, start: Config | None = None
     for path, num, seed, style in jobs:
         opts = start_opts if style == "base" else base_style_options(cfg, style)
         if Path(path).exists():
-            log.warning("%s was rendered otherwise than this run renders it (%s): rendering it again", path,
-                        stale_rendering(path, num, seed, opts))
+            warn_rendering_again(path, stale_rendering(path, num, seed, opts))
         elif style == "base":
             real = ", ".join(f"{share:.0%} from {p}" for p, share in start.data.real_sources())
             log.info("generating %d synthetic samples into %s (seed %d) as %s was trained: %s%s", num, path, seed,

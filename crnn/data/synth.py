@@ -877,6 +877,11 @@ def stale_rendering(path: str | os.PathLike, num: int, seed: int, opts: SynthOpt
     return ", ".join(changed) or None
 
 
+def warn_rendering_again(path: str | os.PathLike, why: str) -> None:
+    """The one warning before a run renders a set of its own again (``why``: :func:`stale_rendering`)."""
+    log.warning("%s was rendered otherwise than this run renders it (%s): rendering it again", path, why)
+
+
 def kept_height(path: str | os.PathLike, height: int, probe: int = 16) -> int | None:
     """For a set a run did not render for itself (the user's own, ``crnn-synth``'s, or rendered before sets were
     stamped): the one height its images have (its stamp's, else that of its first ``probe`` images), where it is
