@@ -216,7 +216,7 @@ def test_info_takes_a_shipped_name(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["--info", "en"]) == 0
     out = capsys.readouterr().out
-    assert "crnn_en.pt" in out and "reads: 32 px high, keep-ratio 16-400 px wide in steps of 4" in out
+    assert "crnn_en.pt" in out and "reads: 48 px high, keep-ratio 24-600 px wide in steps of 4" in out
     torch.save({"x": torch.zeros(1)}, tmp_path / "en")
     assert main(["--info", "en"]) == 0
     assert "crnn_en.pt" not in capsys.readouterr().out

@@ -453,7 +453,7 @@ def test_models_health_and_metrics(servers):
     assert [m["name"] for m in info["models"]] == ["en", "tiny", "line"]
     assert info["models"][2]["keep_ratio"] is True and "max_width" in info["models"][2]
     en = info["models"][0]  # the shipped default: printable95 (blank + 95), each crop at its own width
-    assert (en["variant"], en["classes"], en["height"], en["keep_ratio"]) == ("vgg_small", 96, 32, True)
+    assert (en["variant"], en["classes"], en["height"], en["keep_ratio"]) == ("vgg_small", 96, 48, True)
     assert en["weights"].endswith("crnn_en.pt") and "width" not in en
     assert info["limits"]["max_images"] == 4 and info["limits"]["max_pixels"] == 1_000_000
     assert json.loads(s.request("GET", "/healthz")[2]) == {"status": "ok"}

@@ -38,9 +38,9 @@ def _tree(root: Path, init: str = "runs/grown/en_x.pt") -> Path:
     (root / ".venv").symlink_to(REPO / ".venv")
     shutil.copytree(REPO / "configs", root / "configs")
     recipe = (REPO / "configs" / "shipped_en.yaml").read_text(encoding="utf-8")
-    assert "  init_weights: weights/crnn_vgg_small_synth.pt\n" in recipe
-    (root / "configs" / "en_x.yaml").write_text(
-        recipe.replace("  init_weights: weights/crnn_vgg_small_synth.pt\n", f"  init_weights: {init}\n"))
+    start = "  init_weights: weights/candidates/en_h48_start.pt  # weights only: counters from 0\n"
+    assert start in recipe
+    (root / "configs" / "en_x.yaml").write_text(recipe.replace(start, f"  init_weights: {init}\n"))
     return root
 
 

@@ -1,7 +1,7 @@
 """scripts/sitting.sh en report: the yardstick reads both real development sets (en_dev and the ICDAR 2015 block,
 issue 60) with the pack also in bf16 and with vertical=auto, and the curve's picture draws every set the curve holds,
-under both protocols; a curve from before the block is still drawn, with one note. The benchmark is a stand-in that
-records its arguments; the picture is drawn by the real scripts/plot_curve.py."""
+under both protocols, beside the 32 px file's en_dev rows; a curve from before the block is still drawn, with one
+note. The benchmark is a stand-in that records its arguments; the picture is drawn by the real scripts/plot_curve.py."""
 from __future__ import annotations
 
 import json
@@ -34,6 +34,8 @@ def _report(root: Path, ic15: bool) -> subprocess.CompletedProcess:
     (root / "scripts" / "en_benchmark.py").write_text(FAKE_BENCH, encoding="utf-8")
     (root / ".venv").symlink_to(REPO / ".venv")
     (root / "weights").mkdir()
+    (root / "benchmarks" / "en_curves").mkdir(parents=True)  # the 32 px file's run, drawn beside the shipped one
+    shutil.copy(REPO / "benchmarks" / "en_curves" / "en_h32.tsv", root / "benchmarks" / "en_curves")
     for i in (1, 2, 3):
         sets = ["data/en_dev"] + (["data/ic15_dev"] if ic15 and i > 1 else [])
         metrics = {f"{s}{p}": {"cer": 0.1 / i, "word_acc": 0.5, "ned_similarity": 0.9}
@@ -58,7 +60,7 @@ def test_report_reads_both_sets_and_draws_the_curve_it_has(tmp_path, ic15):
     assert [v for k, v in pairs if k == "--weights"][0] == "weights/crnn_en.pt"
     png = tmp_path / "weights" / "crnn_en_curve.png"
     assert png.is_file() and "| model |" in r.stdout
-    legend_rows = 4 if ic15 else 2
+    legend_rows = (4 if ic15 else 2) + 1  # and the 32 px file's en_dev rows
     assert Image.open(png).height == 360 + 22 * legend_rows + 12  # plot_curve's PANEL_H and a legend row per line
     notes = [ln for ln in r.stderr.splitlines() if ln.startswith("plot_curve: note:")]
     if ic15:
