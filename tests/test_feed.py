@@ -74,7 +74,7 @@ def test_the_model_line_counts_every_parameter_and_says_what_is_frozen():
     assert describe_model(cfg, bare, 96) == (
         f"model vgg_small: {total / 1e6:.2f} M parameters, {trained / 1e6:.2f} M of them trained now (the CNN "
         "frozen: train.freeze_cnn_steps=1200), 96 classes; T = 26 per 100 px of width, each crop read at its own "
-        "width (5 at data.min_width 16, 101 at data.max_width 400)")
+        "width (7 at data.min_width 24, 151 at data.max_width 600)")
     set_cnn_frozen(bare, False, 0, False)
     fixed = load_config(None, ["data.width=160"])
     assert describe_model(fixed, bare, 96) == (f"model vgg_small: {total / 1e6:.2f} M parameters, 96 classes; "
