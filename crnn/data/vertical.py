@@ -59,7 +59,7 @@ def vertical_summary(tall: list[tuple[str, int, int]], total: int) -> str:
             f"vertical='auto' (crnn-predict --vertical auto), or pass vertical='off' to read them as they are")
 
 
-def _ink(gray: np.ndarray) -> np.ndarray:
+def _otsu_ink(gray: np.ndarray) -> np.ndarray:
     """Boolean ink mask: Otsu's threshold, ink on the side away from the border's median (dark or light text)."""
     hist = np.bincount(gray.ravel(), minlength=256).astype(np.float64)
     total = hist.sum()
@@ -70,6 +70,26 @@ def _ink(gray: np.ndarray) -> np.ndarray:
     t = int(np.nanargmax(between)) if np.isfinite(between).any() else 127
     border = np.concatenate([gray[0], gray[-1], gray[:, 0], gray[:, -1]])
     return gray <= t if np.median(border) > t else gray > t
+
+
+def _flattened(gray: np.ndarray) -> np.ndarray:
+    """``gray`` less its surface: each column's median over the crop's height (a column of characters is mostly
+    ground down any line of pixels), then each row's median, smoothed over about the column's width (a bar of a
+    letter spans a few rows only); 128 is the surface after it."""
+    g = gray.astype(np.float32)
+    g -= np.median(g, axis=0, keepdims=True)
+    rows = np.median(g, axis=1)
+    k = max(3, gray.shape[1] | 1)
+    rows = np.median(np.lib.stride_tricks.sliding_window_view(np.pad(rows, k // 2, mode="edge"), k), axis=1)
+    return np.clip(g - rows[:, None] + 128, 0, 255).astype(np.uint8)
+
+
+def _ink(gray: np.ndarray) -> np.ndarray:
+    """Boolean ink mask (:func:`_otsu_ink`); where one threshold takes part of the border for ink - a shaded or lit
+    surface, a gradient across the column - the same on the crop less its surface (:func:`_flattened`)."""
+    ink = _otsu_ink(gray)
+    border = np.concatenate([ink[0], ink[-1], ink[:, 0], ink[:, -1]])
+    return _otsu_ink(_flattened(gray)) if border.mean() > 0.1 else ink
 
 
 def _runs(ink: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]], int]:
@@ -151,33 +171,37 @@ def cell_candidates(image: Image.Image) -> list[list[tuple[int, int]]]:
 
 
 def stack_cells(image: Image.Image, cells: list[tuple[int, int]], ink: np.ndarray | None = None) -> Image.Image:
-    """The rows ``cells`` of ``image`` side by side, upright, left to right, on the border's colour (``ink``: the
-    image's ink mask, when the caller has it)."""
+    """The rows ``cells`` of ``image`` side by side, upright, left to right, each piece's surroundings its own edge
+    pixels repeated (``ink``: the image's ink mask, when the caller has it)."""
     rgb = image.convert("RGB")
     arr = np.asarray(rgb)
     ink = _ink(np.asarray(rgb.convert("L"))) if ink is None else ink
     h, w = arr.shape[:2]
     pitch = max(b - a for a, b in cells)
-    pad, gap = max(1, pitch // 10), max(1, pitch // 8)
-    border = np.concatenate([arr[0], arr[-1], arr[:, 0], arr[:, -1]])
-    bg = tuple(int(v) for v in np.median(border, axis=0))
+    # rows kept above and below each cell; columns beside its ink, and the gap between two characters: together
+    # about a tenth of the pitch, as letters and Hanzi sit in a line (a third of it, as before 2026-11-30, is a
+    # word space: stacked capitals read "TAX I", "HO USE")
+    pad, side, gap = max(1, pitch // 10), max(1, pitch // 20), max(1, pitch // 16)
     pieces = []
     for a, b in cells:
-        # a character's own width, at least 0.7 of the column's: narrow Latin letters (I, T) sit as in a word, not
+        # a character's own width, at least half the column's: narrow Latin letters (I, T) sit as in a word, not
         # a column's width apart; a narrow Hanzi (丨, 卜) keeps room around it, as its square does in a line
         cols = np.flatnonzero(ink[a:b].any(axis=0))
         lo, hi = (int(cols[0]), int(cols[-1]) + 1) if cols.size else (0, w)
-        need = int(0.7 * pitch) - (hi - lo)
+        need = int(0.5 * pitch) - (hi - lo)
         if need > 0:
             lo, hi = max(0, lo - need // 2), min(w, hi + need - need // 2)
-        pieces.append(rgb.crop((max(0, lo - pad), max(0, a - pad), min(w, hi + pad), min(h, b + pad))))
+        pieces.append(arr[max(0, a - pad):min(h, b + pad), max(0, lo - side):min(w, hi + side)])
+    # each piece grown to the line's height and by half a gap each side by repeating its own edge pixels: the
+    # photograph's surface runs on between the characters, with no box edges for the reader to take for an I or a
+    # space (pasting the pieces on one flat colour left those on any shaded or textured background)
     out_h = pitch + 2 * pad
-    line = Image.new("RGB", (sum(p.width + gap for p in pieces) + gap, out_h), bg)
-    x = gap
+    grown = []
     for piece in pieces:
-        line.paste(piece, (x, (out_h - piece.height) // 2))
-        x += piece.width + gap
-    return line
+        top = (out_h - piece.shape[0]) // 2
+        grown.append(np.pad(piece, ((top, out_h - piece.shape[0] - top), (gap // 2, gap - gap // 2), (0, 0)), "edge"))
+    line = np.concatenate(grown, axis=1)
+    return Image.fromarray(np.pad(line, ((0, 0), (gap // 2, gap - gap // 2), (0, 0)), "edge"))
 
 
 def stack_to_lines(image: Image.Image) -> list[Image.Image]:
