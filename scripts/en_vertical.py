@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 from PIL import Image, ImageDraw, ImageFilter, ImageFont  # noqa: E402
@@ -130,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     import crnn
     from crnn.infer import VerticalWarning
     from crnn.metrics import RecognitionMetrics
+    from zh_vertical import emit_table
 
     sets = crops(args.num, faces, words)
     rows = []
@@ -147,11 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     table = [f"{len(faces)} held-out Latin faces, weights {args.weights}, exact protocol",
              "", "| vertical | crops | word accuracy | CER |", "| --- | --- | --- | --- |"]
     table += [f"| {mode} | {n} {kind} | {acc:.1%} | {cer:.2%} |" for mode, kind, n, acc, cer in rows]
-    text = "\n".join(table).replace("%", " %")
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
-    return 0
+    return emit_table(table, args.out)
 
 
 if __name__ == "__main__":

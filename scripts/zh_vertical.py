@@ -64,6 +64,15 @@ def setting(text: str, font_path: str, rng: random.Random) -> tuple[Image.Image,
     return out[0], out[1]
 
 
+def emit_table(table: list[str], out: str | None) -> int:
+    """Print a Markdown table (percentages spaced as the docs write them) and, with ``out``, write it there too."""
+    text = "\n".join(table).replace("%", " %")
+    print(text)
+    if out:
+        Path(out).write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     names = args.sets.split(",")
@@ -113,11 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"zh_vertical: {name}: {len(labels)} of {len(items)} lines in their own face", file=sys.stderr)
     table = ["| set | read | lines | CER | line accuracy |", "| --- | --- | --- | --- | --- |"]
     table += [f"| {s} | {how} | {k} of {n} | {cer:.2%} | {acc:.1%} |" for s, how, k, n, cer, acc in rows]
-    text = "\n".join(table).replace("%", " %")
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
-    return 0
+    return emit_table(table, args.out)
 
 
 if __name__ == "__main__":
