@@ -8,9 +8,8 @@ the Latin faces held out by designer (``crnn/data/latin_faces.tsv``, role heldou
 
 Each crop: a word of 3-8 letters from ``crnn/data/words.txt`` in a held-out face 24-40 px high, grey ink on grey
 ground at least 90 levels apart (on half the crops the ground shaded across or along the crop), blurred and saved as
-a JPEG; the stacked ones in capitals, one letter every 1.0-1.35
-em down a column; the turned ones in the case a sign uses (lower, capitalised, capitals). Crops under twice as tall
-as wide are drawn again. Word accuracy under the exact protocol (case, punctuation and spaces kept), for ``auto``
+a JPEG; the stacked ones in capitals, one letter every 1.0-1.35 em down a column; the turned ones in the case a sign
+uses (lower, capitalised, capitals). Crops under twice as tall as wide are drawn again. Word accuracy under the exact protocol (case, punctuation and spaces kept), for ``auto``
 (every way, the most confident reading: the mode to use when you do not know), ``stack`` and ``rotate``; ``off``
 (read as it is) shows what a tall crop costs without them. The Latin faces are fetched by the English model's
 sitting (``python scripts/latin_faces.py --fetch``).

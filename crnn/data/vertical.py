@@ -59,6 +59,11 @@ def vertical_summary(tall: list[tuple[str, int, int]], total: int) -> str:
             f"vertical='auto' (crnn-predict --vertical auto), or pass vertical='off' to read them as they are")
 
 
+def _border(a: np.ndarray) -> np.ndarray:
+    """The pixels of ``a``'s four edges, one after another."""
+    return np.concatenate([a[0], a[-1], a[:, 0], a[:, -1]])
+
+
 def _otsu_ink(gray: np.ndarray) -> np.ndarray:
     """Boolean ink mask: Otsu's threshold, ink on the side away from the border's median (dark or light text)."""
     hist = np.bincount(gray.ravel(), minlength=256).astype(np.float64)
@@ -68,8 +73,7 @@ def _otsu_ink(gray: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         between = (mu[-1] * omega - mu) ** 2 / (omega * (1 - omega))
     t = int(np.nanargmax(between)) if np.isfinite(between).any() else 127
-    border = np.concatenate([gray[0], gray[-1], gray[:, 0], gray[:, -1]])
-    return gray <= t if np.median(border) > t else gray > t
+    return gray <= t if np.median(_border(gray)) > t else gray > t
 
 
 def _flattened(gray: np.ndarray) -> np.ndarray:
@@ -88,8 +92,7 @@ def _ink(gray: np.ndarray) -> np.ndarray:
     """Boolean ink mask (:func:`_otsu_ink`); where one threshold takes part of the border for ink - a shaded or lit
     surface, a gradient across the column - the same on the crop less its surface (:func:`_flattened`)."""
     ink = _otsu_ink(gray)
-    border = np.concatenate([ink[0], ink[-1], ink[:, 0], ink[:, -1]])
-    return _otsu_ink(_flattened(gray)) if border.mean() > 0.1 else ink
+    return _otsu_ink(_flattened(gray)) if _border(ink).mean() > 0.1 else ink
 
 
 def _runs(ink: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]], int]:
