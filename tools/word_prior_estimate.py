@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from crnn.data.datasets import DatasetError, open_dataset  # noqa: E402
-from crnn.decode import prefix_beam_search  # noqa: E402
+from crnn.decode import decode, prefix_beam_search  # noqa: E402
 from crnn.infer import Recognizer  # noqa: E402
 from crnn.metrics import normalize_text  # noqa: E402
 
@@ -73,9 +73,10 @@ def estimate(rec: Recognizer, path: str, words: set[str], beam_width: int, margi
         if img is None:
             raise DatasetError(f"{path}: sample {i + 1} cannot be decoded; fix or remove it")
         t = rec.preprocess(img, f"{path} sample {i + 1}")
-        greedy = rec.predict_tensors([t])[0][0]
         with torch.inference_mode():
-            logits = rec.model(t.unsqueeze(0).to(memory_format=torch.channels_last))[0].float()  # [T, C]
+            logits = rec.model(t.unsqueeze(0).to(memory_format=torch.channels_last)).float()  # [1, T, C]
+        greedy = decode(logits, rec.charset)[0][0]  # as crnn-eval reads it, from the same forward pass
+        logits = logits[0]
         nbest = [(rec.charset.decode(ids), s) for ids, s in prefix_beam_search(logits, beam_width=beam_width)]
         want, pick = norm(label), word_pick(greedy, nbest, words, margin)
         counts["crops"] += 1
