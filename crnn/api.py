@@ -182,24 +182,26 @@ class Recognizer:
                  beam_width: int = 10, lexicon: str | os.PathLike | Sequence[str] | None = None,
                  batch_size: int = 64, amp: str = "off", config: str | os.PathLike | None = None,
                  charset: str | None = None, vertical: str = "warn", width_step: int | None = None,
-                 width_scale: float | None = None) -> None:
+                 width_scale: float | None = None, words: str | os.PathLike | Sequence[str] | None = None) -> None:
         """Load ``weights``: a checkpoint path or a shipped model's name (None or "en" = English words in printable
         ASCII with case, "en_alnum36" = English words as lower-case 0-9a-z at 32x100, "zh" = Chinese text lines;
         a path that exists wins over a name). The options are those of crnn-predict.
 
-        ``device``: auto | cpu | cuda | cuda:N. ``decoder``: greedy | beam (default: beam when a lexicon is given,
-        else greedy). ``lexicon``: a word-list file (one word per line) or a list of words; the answer is then the
-        most likely lexicon word. ``amp``: off (float32) | auto (bf16 where it measures faster here) | bf16 (on a CPU
-        the weights held in bfloat16: faster on CPUs with native bf16 kernels) | fp16 (CUDA). ``config`` (a YAML
-        file) and ``charset`` are only needed for a bare state dict that stores neither. ``vertical``, for crops at
-        least twice as tall as wide (vertical text?): warn (read them as they are, with a VerticalWarning), stack
-        (lay their stacked characters side by side, top first, then read: Chinese and Japanese signs), rotate (a
-        quarter turn each way: text running down or up, as on book spines), auto (all of those; the most confident
-        reading wins), off (read them as they are). ``width_step`` / ``width_scale`` (keep-ratio models; None: the
-        checkpoint's own ``data.width_step`` / ``data.read_width_scale``): round each resized width to a multiple of
-        ``width_step`` pixels, and multiply it by ``width_scale`` (more time steps per character than in training);
-        InferenceError (a ValueError) for a width_step that is no whole number from 1 to the model's data.max_width
-        or a width_scale outside 0.5..2 (what a checkpoint's data.read_width_scale may be).
+        ``device``: auto | cpu | cuda | cuda:N. ``decoder``: greedy | beam | word (default: beam when a lexicon is
+        given, word when words are, else greedy). ``lexicon``: a word-list file (one word per line) or a list of words;
+        the answer is then the most likely lexicon word. ``words``: the same, for a word prior instead (the word
+        decoder, crnn-predict ``--words``): a greedy reading that is no listed word gives way to the most probable
+        listed reading among the beam's best if it is nearly as probable; others stand. ``amp``: off (float32) | auto
+        (bf16 where it measures faster here) | bf16 (on a CPU the weights held in bfloat16: faster on CPUs with native
+        bf16 kernels) | fp16 (CUDA). ``config`` (a YAML file) and ``charset`` are only needed for a bare state dict that
+        stores neither. ``vertical``, for crops at least twice as tall as wide (vertical text?): warn (read them as they
+        are, with a VerticalWarning), stack (lay their stacked characters side by side, top first, then read: Chinese
+        and Japanese signs), rotate (a quarter turn each way: text running down or up, as on book spines), auto (all of
+        those; the most confident reading wins), off (read them as they are). ``width_step`` / ``width_scale``
+        (keep-ratio models; None: the checkpoint's own ``data.width_step`` / ``data.read_width_scale``): round each
+        resized width to a multiple of ``width_step`` pixels, and multiply it by ``width_scale`` (more time steps per
+        character than in training); InferenceError (a ValueError) for a width_step that is no whole number from 1 to
+        the model's data.max_width or a width_scale outside 0.5..2 (what a checkpoint's data.read_width_scale may be).
         """
         from crnn.engine.checkpoint import load_checkpoint
         from crnn.infer import Recognizer as Engine
@@ -212,23 +214,26 @@ class Recognizer:
         if ckpt.config is not None and (config is not None or charset is not None):
             warnings.warn(f"{self.weights} stores its own config and charset; config/charset are ignored",
                           stacklevel=2)
-        words = _lexicon_words(lexicon)
+        lexicon_words = _lexicon_words(lexicon)
+        prior = _word_list(words)
         self._tally: _Tally | None = None  # inside warn_once(): where tall crops are counted
         self._engine = Engine.from_checkpoint(
             ckpt, device, amp, config=fallback_config, charset=fallback_charset,
-            decoder=decoder or ("beam" if words is not None else "greedy"), beam_width=beam_width,
-            lexicon=words, batch_size=batch_size, vertical=vertical, width_step=width_step, width_scale=width_scale)
+            decoder=decoder or ("beam" if lexicon_words is not None else "word" if prior is not None else "greedy"),
+            beam_width=beam_width, lexicon=lexicon_words, batch_size=batch_size, vertical=vertical,
+            width_step=width_step, width_scale=width_scale, words=prior)
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike, *, device: str = "auto", decoder: str | None = None,
                         beam_width: int = 10, lexicon: str | os.PathLike | Sequence[str] | None = None,
                         batch_size: int = 64, amp: str = "off", config: str | os.PathLike | None = None,
                         charset: str | None = None, vertical: str = "warn", width_step: int | None = None,
-                        width_scale: float | None = None) -> "Recognizer":
+                        width_scale: float | None = None,
+                        words: str | os.PathLike | Sequence[str] | None = None) -> "Recognizer":
         """A Recognizer for any checkpoint this product reads (e.g. ``runs/x/best.pt``); options as in __init__."""
         return cls(path, device=device, decoder=decoder, beam_width=beam_width, lexicon=lexicon,
                    batch_size=batch_size, amp=amp, config=config, charset=charset, vertical=vertical,
-                   width_step=width_step, width_scale=width_scale)
+                   width_step=width_step, width_scale=width_scale, words=words)
 
     @property
     def device(self) -> torch.device:
@@ -370,6 +375,21 @@ def _lexicon_words(lexicon: str | os.PathLike | Sequence[str] | None) -> list[st
     return words
 
 
+def _word_list(words: str | os.PathLike | Sequence[str] | None):
+    """A word prior's list given as a file (one word per line) or as words -> crnn.decode.WordList (None: none)."""
+    from crnn.decode import WordList
+    from crnn.infer import WORD_LIST_HINT, InferenceError, read_word_list
+
+    if words is None or isinstance(words, WordList):
+        return words
+    if isinstance(words, (str, os.PathLike)):
+        return read_word_list(words)
+    prior = WordList((w for w in words if isinstance(w, str)), source="a list")
+    if not len(prior):
+        raise InferenceError(f"the word list holds no words ({WORD_LIST_HINT})")
+    return prior
+
+
 # ----------------------------------------------------------------------------- training and evaluation
 def train(config: Config | str | os.PathLike, overrides: Sequence[str] = ()) -> TrainSummary:
     """Train as ``crnn-train`` does (same trainer, logs on stderr) from a Config or a YAML path; return a summary.
@@ -412,11 +432,12 @@ def _final_metrics(cfg: Config, last: Path) -> dict[str, dict[str, float]]:
 
 def evaluate(data: str | os.PathLike | Sequence[str | os.PathLike],
              weights: str | os.PathLike | Sequence[str | os.PathLike] | None = None, *,
-             protocol: str = "auto", decoder: str = "greedy", beam_width: int = 10,
+             protocol: str = "auto", decoder: str | None = None, beam_width: int = 10,
              batch_size: int = 64, workers: int = 1, worst: int = 5, device: str = "auto", amp: str = "off",
              config: str | os.PathLike | None = None, charset: str | None = None,
              report: str | os.PathLike | None = None, report_errors: int = 500, vertical: str = "warn",
-             against: str | Reader | Sequence[str | Reader] | None = None) -> dict:
+             against: str | Reader | Sequence[str | Reader] | None = None,
+             words: str | os.PathLike | None = None) -> dict:
     """Evaluate ``weights`` (None = the shipped model) on labelled data; returns what ``crnn-eval --json`` prints.
 
     ``data``: an LMDB, a folder of LMDBs or a folder with gt.txt, or a list of them. The result has one row per
@@ -429,15 +450,18 @@ def evaluate(data: str | os.PathLike | Sequence[str | os.PathLike],
     (the result's "against", a column each in the report): further checkpoints as a list of ``weights`` (the first is
     the one evaluated; a second ``crnn-eval --weights``), and ``against``: peers by name (ppocr-v4, ppocr-v6, easyocr:
     ``pip install 'crnn[peers]'``; a peer that is not installed is skipped with a warning and listed as skipped) or
-    a ``crnn.yardstick.readers.Reader`` of your own (one alone or a list); one process only."""
+    a ``crnn.yardstick.readers.Reader`` of your own (one alone or a list); one process only. ``words``: a word-list
+    file for the word decoder (``crnn-eval --words``; ``decoder`` None means word with it, greedy without), the
+    result's "words" names it: figures read with a word prior are not lexicon-free ones."""
     from crnn.engine.distributed import cleanup_distributed
     from crnn.engine.eval_datasets import EvalSettings, check_choices, check_settings, evaluate_datasets, other_readers
 
     first, *more = [weights] if weights is None or isinstance(weights, (str, os.PathLike)) else list(weights) or [None]
     against = [against] if isinstance(against, str) or hasattr(against, "read") else list(against or [])
-    settings = EvalSettings(protocol=protocol, decoder=decoder, beam_width=beam_width, batch_size=batch_size,
-                            workers=workers, worst=worst, device=device, amp=amp, report_errors=report_errors,
-                            vertical=vertical)
+    settings = EvalSettings(protocol=protocol, decoder=decoder or ("word" if words is not None else "greedy"),
+                            beam_width=beam_width, batch_size=batch_size, workers=workers, worst=worst, device=device,
+                            amp=amp, report_errors=report_errors, vertical=vertical,
+                            words=None if words is None else os.fspath(words))
     check_settings(settings)
     check_choices(settings)
     try:
@@ -457,13 +481,15 @@ def serve(weights: str | os.PathLike | Sequence[str | os.PathLike] | dict[str, s
           host: str = "127.0.0.1", port: int = 8000, token: str | None = None, device: str = "auto",
           amp: str = "off", threads: int | None = None, max_batch: int = 32, max_wait_ms: float = 5.0,
           max_queue: int = 256, timeout: float = 30.0, max_images: int = 64, max_image_bytes: int = 8 << 20,
-          max_pixels: int = 25_000_000, max_request_bytes: int = 32 << 20) -> int:
+          max_pixels: int = 25_000_000, max_request_bytes: int = 32 << 20,
+          words: str | os.PathLike | None = None) -> int:
     """Run the recognition service (``crnn-serve``) in this process until SIGTERM (returns 0) or Ctrl-C (130).
 
     ``weights``: one model or several - shipped names ("en", "en_alnum36", "zh"), checkpoint paths (named by file stem),
     ``"NAME=PATH"`` strings or a ``{name: weights}`` dict; the first is the default (None: "en"). ``token``: require
     ``Authorization: Bearer TOKEN`` (None: ``$CRNN_SERVE_TOKEN`` if set). The other options are crnn-serve's
-    (``crnn-serve --help``). Needs the serve extra. Raises ServeError (a ValueError) for bad settings or a port in
+    (``crnn-serve --help``; ``words``: its ``--words``, a word-list file for requests with decoder word). Needs the
+    serve extra. Raises ServeError (a ValueError) for bad settings or a port in
     use, and the loading errors of :class:`Recognizer` for bad weights, before anything is served.
     """
     from crnn.serving import Limits, ServeOptions, run
@@ -481,7 +507,8 @@ def serve(weights: str | os.PathLike | Sequence[str | os.PathLike] | dict[str, s
                     max_request_bytes=max_request_bytes)
     opts = ServeOptions(weights=specs, host=host, port=port, token=token or os.environ.get(TOKEN_ENV) or None,
                         device=device, amp=amp, threads=threads, max_batch=max_batch, max_wait_ms=max_wait_ms,
-                        max_queue=max_queue, timeout_s=timeout, limits=limits)
+                        max_queue=max_queue, timeout_s=timeout, limits=limits,
+                        words=None if words is None else os.fspath(words))
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="crnn.serve: %(message)s")
     return run(opts)

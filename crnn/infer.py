@@ -33,17 +33,17 @@ from crnn.config import READ_WIDTH_SCALE_RANGE, Config, load_config
 from crnn.data.collate import read_at_own_width, split_by_width  # noqa: F401 (public here too)
 from crnn.data.transforms import INFER_MAX_WIDTH, ResizeNormalize
 from crnn.data.vertical import VERTICAL_MODES, is_vertical, vertical_candidates, vertical_note, vertical_summary
-from crnn.decode import DECODE_METHODS, decode
+from crnn.decode import DECODE_METHODS, WordList, decode
 from crnn.engine.checkpoint import Checkpoint, build_from_checkpoint, load_checkpoint
 from crnn.engine.evaluate import reading_context
 from crnn.model import CRNN
 
 __all__ = ["Recognizer", "Prediction", "InferenceError", "ImageReadError", "AMP_MODES", "AMP_HELP", "IMAGE_EXTENSIONS",
            "resolve_device", "load_image", "width_batches", "split_by_width", "read_at_own_width", "default_weights",
-           "fallback_spec", "read_lexicon", "WEIGHTS_BY_NAME", "WEIGHTS_READS", "weights_folder", "resolve_weights",
-           "shipped_names_help", "INFER_MAX_WIDTH", "SqueezeWarning", "VerticalWarning", "PrecisionWarning",
-           "VerticalCandidates", "FallbackWeightsWarning", "find_images", "expand_inputs", "EMPTY_IMAGE",
-           "UNRECOGNISED_IMAGE", "reading_geometry"]
+           "fallback_spec", "read_lexicon", "read_word_list", "WEIGHTS_BY_NAME", "WEIGHTS_READS", "weights_folder",
+           "resolve_weights", "shipped_names_help", "INFER_MAX_WIDTH", "SqueezeWarning", "VerticalWarning",
+           "PrecisionWarning", "VerticalCandidates", "FallbackWeightsWarning", "find_images", "expand_inputs",
+           "EMPTY_IMAGE", "UNRECOGNISED_IMAGE", "reading_geometry", "WORD_LIST_HINT"]
 
 # reading precision: off (float32) | auto (bf16 where measured faster here) | bf16 (on a CPU: the weights held in
 # bfloat16; on CUDA: autocast) | fp16 (CUDA autocast)
@@ -223,6 +223,21 @@ def read_lexicon(path: str | os.PathLike) -> list[str]:
     return words
 
 
+WORD_LIST_HINT = "one word per line; Debian and Ubuntu: apt install wamerican gives /usr/share/dict/american-english"
+
+
+def read_word_list(path: str | os.PathLike) -> WordList:
+    """A word prior's list (``--words``): one word per line, kept in the 36-class form (crnn.decode.WordList)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            words = WordList(f, source=os.fspath(path))
+    except OSError as e:
+        raise InferenceError(f"cannot read the word list {path}: {e.strerror or e}; {WORD_LIST_HINT}") from None
+    if not len(words):
+        raise InferenceError(f"the word list {path} holds no words ({WORD_LIST_HINT})")
+    return words
+
+
 def set_threads(threads: int | None) -> None:
     """``--threads`` of crnn-predict and crnn-eval: torch's intra-op threads for this process (None: torch's default);
     below 1 raises InferenceError."""
@@ -346,7 +361,7 @@ class Recognizer:
                  amp: str = "off", decoder: str = "greedy", beam_width: int = 10,
                  lexicon: Sequence[str] | None = None, batch_size: int = 64,
                  max_width: int = INFER_MAX_WIDTH, vertical: str = "warn", width_step: int | None = None,
-                 width_scale: float | None = None) -> None:
+                 width_scale: float | None = None, words: WordList | Sequence[str] | None = None) -> None:
         config = reading_geometry(config, width_step, width_scale)
         if amp not in AMP_MODES:
             raise InferenceError(f"amp must be one of {', '.join(AMP_MODES)}, got {amp!r}")
@@ -354,6 +369,13 @@ class Recognizer:
             raise InferenceError(f"decoder must be one of {', '.join(DECODE_METHODS)}, got {decoder!r}")
         if lexicon is not None and decoder != "beam":
             raise InferenceError("a lexicon needs the beam decoder; add --decoder beam")
+        if (words is None) != (decoder != "word"):
+            raise InferenceError("the word decoder needs a word list: add --words FILE" if words is None else
+                                 f"a word list is read by the word decoder only; add --decoder word, not {decoder}")
+        if words is not None and not isinstance(words, WordList):
+            words = WordList(words)
+        if words is not None and not len(words):
+            raise InferenceError(f"the word list holds no words ({WORD_LIST_HINT})")
         if batch_size < 1 or beam_width < 1:
             raise InferenceError(f"batch_size and beam_width must be >= 1, got {batch_size} and {beam_width}")
         if vertical not in VERTICAL_MODES:
@@ -386,6 +408,7 @@ class Recognizer:
         self.charset, self.config = charset, config
         self.amp, self.decoder, self.beam_width, self.batch_size = amp, decoder, beam_width, batch_size
         self.lexicon = list(lexicon) if lexicon is not None else None
+        self.words = words
         d = config.data
         self.transform = ResizeNormalize(height=d.height, width=d.width, keep_ratio=d.keep_ratio,
                                          max_width=max(d.max_width, max_width),
@@ -448,8 +471,15 @@ class Recognizer:
         images = images.to(self.device, non_blocking=True)
         with reading_context(self.model, self.device, self.amp):
             logits = self.model(images)  # (B, T, K)
-        kw = {"beam_width": self.beam_width, "lexicon": self.lexicon} if self.decoder == "beam" else {}
-        return decode(logits.float(), self.charset, method=self.decoder, **kw)
+        return decode(logits.float(), self.charset, method=self.decoder, **self.decode_options())
+
+    def decode_options(self) -> dict:
+        """The keyword options of :func:`crnn.decode.decode` for this reader's decoder."""
+        if self.decoder == "beam":
+            return {"beam_width": self.beam_width, "lexicon": self.lexicon}
+        if self.decoder == "word":
+            return {"beam_width": self.beam_width, "words": self.words}
+        return {}
 
     def predict_tensors(self, tensors: Sequence[torch.Tensor]) -> list[tuple[str, float]]:
         """Preprocessed ``[C, H, W]`` tensors -> (text, confidence) in input order, batched by width; of a

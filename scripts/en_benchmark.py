@@ -8,6 +8,7 @@ recognisers on the same real crops, one crop per call, in one run.
     python scripts/en_benchmark.py --data mine=path/to/folder --no-peers   # any folder with gt.txt, or an LMDB
     python scripts/en_benchmark.py --num 50 --work /tmp/eb              # a quick look
     python scripts/en_benchmark.py --part svt_train=en_dev:svt_train/   # ...and en_dev's svt_train crops on their own
+    python scripts/en_benchmark.py --bf16 en --word-prior en            # ...and en with a word prior, f32 and bf16
     python scripts/en_benchmark.py --build-dev                 # only build data/en_dev and data/ic15_dev (for training)
 
 The sets: the real development sets, ``en_dev`` (``data/en_dev``, issue 44) and ``ic15_dev`` (``data/ic15_dev``, the
@@ -65,6 +66,7 @@ from crnn.yardstick.run import (  # noqa: E402,F401  (slug: the readings file of
 from crnn.yardstick.run import score as harness_score  # noqa: E402
 
 PROTOCOLS = ("alnum-insensitive", "exact")  # the 36-class figure first, then case-sensitive with punctuation
+WORDS = "/usr/share/dict/american-english"  # --word-prior's default list: Debian's wamerican (scripts/setup.sh)
 
 
 # ----------------------------------------------------------------------------- the sets
@@ -238,10 +240,15 @@ def markdown(rows: list[dict], sets: dict[str, int], threads: int, load: float |
 
 # ----------------------------------------------------------------------------- main
 def makers(args: argparse.Namespace) -> list[tuple[str, Callable[[], Reader]]]:
-    """(row name, how to build its reader) for ours (float32, then --bf16, then --vertical-auto) and the peers."""
+    """(row name, how to build its reader) for ours (float32, then --bf16, --vertical-auto, --word-prior) and the
+    peers."""
     out: list = [(w, lambda w=w: ours(w)) for w in args.weights or ["en"]]
     out += [(f"{w} (bf16)", lambda w=w: ours(w, "bf16")) for w in args.bf16]
     out += [(f"{w} (vertical auto)", lambda w=w: ours(w, vertical="auto")) for w in args.vertical_auto]
+    prior = Path(args.words).name
+    out += [(f"{w} (word prior {prior})", lambda w=w: ours(w, words=args.words)) for w in args.word_prior]
+    out += [(f"{w} (bf16, word prior {prior})", lambda w=w: ours(w, "bf16", words=args.words))
+            for w in args.word_prior if w in args.bf16]
     if not args.no_peers:
         out += [(EASYOCR, lambda: easyocr_en(args.threads)), (PPOCR4, lambda: ppocr_v4(args.threads)),
                 (PPOCR6, lambda: ppocr_v6(args.threads))]
@@ -259,6 +266,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also read this model with vertical='auto' (a crop at least twice as tall as wide is read with "
                         "its stacked characters side by side and turned a quarter each way, the most confident "
                         "reading kept), a row of its own; repeatable")
+    p.add_argument("--word-prior", action="append", default=[], metavar="NAME_OR_PATH",
+                   help="also read this model with the word decoder and --words (a word prior: the row's name says "
+                        "so), a row of its own, and one more in bf16 when the model is given to --bf16 too; "
+                        "repeatable")
+    p.add_argument("--words", default=WORDS, metavar="FILE",
+                   help=f"the word list of --word-prior, one word per line (default: {WORDS}, Debian's wamerican)")
     p.add_argument("--data", action="append", default=[], metavar="NAME=PATH",
                    help="a set: a folder with gt.txt, an LMDB or a folder of LMDBs, or a development set's name "
                         "alone (en_dev, ic15_dev: built when missing); repeatable (default: both real development "
@@ -303,6 +316,13 @@ def main(argv: list[str] | None = None) -> int:
             problem = f"{e}; --require-peers reads beside all three"
         if problem:
             print(f"en_benchmark: error: {problem}", file=sys.stderr)
+            return 2
+    if args.word_prior:  # a missing list stops the run before anything is read
+        from crnn.infer import InferenceError, read_word_list
+        try:
+            read_word_list(args.words)
+        except InferenceError as e:
+            print(f"en_benchmark: error: {e}", file=sys.stderr)
             return 2
     from crnn.data.en_dev import DevSetError
 

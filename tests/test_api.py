@@ -204,6 +204,42 @@ def test_lexicon_from_file_or_list_picks_the_beam_decoder(tmp_path):
     assert repr(crnn.Recognizer(lexicon=["x"], device="cpu")).endswith("decoder='beam')")
 
 
+def test_words_from_file_or_list_pick_the_word_decoder_and_leave_confident_readings(tmp_path):
+    """A word prior, unlike a lexicon, does not close the vocabulary: "packaged" (read at 0.998) is no listed word,
+    and the listed "package" is far less probable, so the reading stands; words compare in lower case."""
+    words = tmp_path / "words.txt"
+    words.write_text("package\nIMMEDIATELY\n")
+    img = SAMPLES[5]
+    greedy = crnn.Recognizer(device="cpu").read(img)
+    from_file = crnn.Recognizer(words=words, device="cpu").read(img)
+    assert from_file == crnn.Recognizer(words=["package", "immediately"], device="cpu").read(img) == greedy
+    assert greedy.text == "packaged"
+    assert crnn.Recognizer(lexicon=["package", "packages"], device="cpu").read(img).text != "packaged"
+    assert repr(crnn.Recognizer(words=["x"], device="cpu")).endswith("decoder='word')")
+
+
+def test_word_prior_errors_are_the_cli_messages(tmp_path, capsys):
+    missing = tmp_path / "nope.txt"
+    cli = _cli_error(predict_main, ["--words", str(missing), str(SAMPLES[0])], capsys)
+    with pytest.raises(InferenceError) as e:
+        crnn.Recognizer(words=missing)
+    assert str(e.value) == cli and cli.startswith(f"cannot read the word list {missing}: ") and "wamerican" in cli
+    cli = _cli_error(predict_main, ["--decoder", "word", str(SAMPLES[0])], capsys)
+    with pytest.raises(InferenceError) as e:
+        crnn.Recognizer(decoder="word")
+    assert str(e.value) == cli == "the word decoder needs a word list: add --words FILE"
+    (tmp_path / "w.txt").write_text("cat\n")
+    cli = _cli_error(predict_main, ["--decoder", "beam", "--words", str(tmp_path / "w.txt"), str(SAMPLES[0])], capsys)
+    with pytest.raises(InferenceError) as e:
+        crnn.Recognizer(decoder="beam", words=["cat"])
+    assert str(e.value) == cli and "add --decoder word, not beam" in cli
+    (tmp_path / "dashes.txt").write_text("---\n\n")
+    assert "holds no words" in _cli_error(predict_main, ["--words", str(tmp_path / "dashes.txt"), str(SAMPLES[0])],
+                                          capsys)
+    with pytest.raises(InferenceError, match="holds no words"):
+        crnn.Recognizer(words=["--", ""])
+
+
 # ----------------------------------------------------------------------------- config, train, evaluate
 def test_load_config_errors_are_crnn_train_messages(tmp_path, capsys):
     cli = _cli_error(train_main, ["--config", str(REPO / "configs/smoke.yaml"), "train.nope=1"], capsys)

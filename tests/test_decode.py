@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from crnn.charset import Charset
-from crnn.decode import (Lexicon, beam_decode, decode, greedy_decode, prefix_beam_search,
-                         sequence_log_likelihood)
+from crnn.decode import (Lexicon, WordList, beam_decode, decode, greedy_decode, prefix_beam_search,
+                         sequence_log_likelihood, word_decode)
 from crnn.metrics import edit_distance
 
 AB = Charset("ab")  # classes: 0 blank, 1 a, 2 b
@@ -296,12 +296,79 @@ def test_prebuilt_lexicon_is_reused_and_checked():
         beam_decode(hello_logits(cs), Charset(cs.chars, lowercase=False), lexicon=lex)
 
 
+# ------------------------------------------------------------------ word prior
+def steps_logits(cs: Charset, steps: list[str], unsure: dict[int, dict[str, float]] = {}) -> torch.Tensor:
+    """[1, T, C] log-probs: 0.9 on each step's char ("-" = blank), or the probabilities ``unsure[t]`` gives."""
+    probs = torch.full((1, len(steps), cs.num_classes), 0.02)
+    for t, ch in enumerate(steps):
+        for c, p in unsure.get(t, {ch: 0.9}).items():
+            probs[0, t, 0 if c == "-" else cs.index[c]] = p
+    return (probs / probs.sum(-1, keepdim=True)).log()
+
+
+def test_word_prior_takes_a_listed_reading_nearly_as_probable_as_the_best():
+    cs = Charset.from_spec("alnum36")
+    logits = hello_logits(cs)  # greedy "helo"; "hello" 0.4 nats behind in the beam
+    (text, conf), = word_decode(logits, cs, words=["Hello", "world"])
+    assert text == "hello"
+    assert math.log(conf) == pytest.approx(true_log_prob(logits[0].log_softmax(-1), "hello", cs), abs=1e-5)
+    assert word_decode(logits, cs, words=["hello"], margin=0.1) == greedy_decode(logits, cs)  # too far behind
+    assert word_decode(logits, cs, words=["world"]) == greedy_decode(logits, cs)  # no listed reading in the beam
+
+
+def test_word_prior_leaves_listed_readings_and_numbers_alone():
+    cs = Charset.from_spec("alnum36")
+    logits = hello_logits(cs)
+    assert word_decode(logits, cs, words=["helo", "hello"]) == greedy_decode(logits, cs)  # greedy is a word
+    digits = steps_logits(cs, ["h", "3", "l", "-", "l", "o"], {3: {"l": 0.6, "-": 0.4}})
+    assert greedy_decode(digits, cs)[0][0] == "h3lo"
+    assert word_decode(digits, cs, words=["h3llo"]) == greedy_decode(digits, cs)  # a code is never changed
+    empty = steps_logits(cs, ["-", "-", "-"])
+    assert word_decode(empty, cs, words=["a"]) == greedy_decode(empty, cs) and greedy_decode(empty, cs)[0][0] == ""
+
+
+def test_word_prior_keeps_the_beams_case_and_punctuation():
+    cs = Charset.from_spec("printable95")
+    logits = steps_logits(cs, ["H", "e", "l", "-", "l", "o", "!"], {3: {"l": 0.6, "-": 0.4}})
+    assert greedy_decode(logits, cs)[0][0] == "Helo!"
+    assert word_decode(logits, cs, words=WordList(["hello"]))[0][0] == "Hello!"  # compared as 36-class "hello"
+
+
+def test_word_prior_in_a_batch_equals_each_sample_alone_and_honours_lengths():
+    cs = Charset.from_spec("alnum36")
+    hello = hello_logits(cs)[0]  # [6, C]
+    other = steps_logits(cs, ["c", "a", "t", "-", "x", "x"])[0]  # reads "catx"; "cat" with lengths 3
+    batch = torch.stack([hello, other, hello])
+    words = WordList(["hello", "cat"])
+    got = word_decode(batch, cs, torch.tensor([6, 3, 6]), words=words)
+    assert [t for t, _ in got] == ["hello", "cat", "hello"]
+    assert got[1] == greedy_decode(other[None, :3], cs)[0]
+    assert got[0] == word_decode(hello[None], cs, words=words)[0]
+
+
+def test_word_list_keeps_the_36_class_form():
+    words = WordList(["Word's\n", "  ", "---", "e-mail", "Café", "7up"], source="mine.txt")
+    assert words.entries == {"words", "email", "caf", "7up"} and len(words) == 4
+    assert "WORDS" in words and "E-Mail!" in words and "word" not in words and 3 not in words
+    assert repr(words) == "WordList(4 words from mine.txt)"
+
+
+def test_word_decoder_dispatch_and_errors():
+    cs = Charset.from_spec("alnum36")
+    logits = hello_logits(cs)
+    assert decode(logits, cs, "word", words=["hello"]) == word_decode(logits, cs, words=["hello"])
+    with pytest.raises(ValueError, match="needs a word list"):
+        decode(logits, cs, "word")
+    with pytest.raises(ValueError, match="beam_width"):
+        word_decode(logits, cs, words=["hello"], beam_width=0)
+
+
 # ------------------------------------------------------------------ dispatcher
 def test_decode_dispatches_and_validates():
     logits = path_logits([[1, 0, 2]], 3)
     assert decode(logits, AB) == greedy_decode(logits, AB)
     assert decode(logits, AB, "beam", beam_width=2) == beam_decode(logits, AB, beam_width=2)
-    with pytest.raises(ValueError, match="greedy, beam"):
+    with pytest.raises(ValueError, match="greedy, beam, word"):
         decode(logits, AB, "viterbi")
     with pytest.raises(TypeError, match="beam_width"):
         decode(logits, AB, "greedy", beam_width=2)

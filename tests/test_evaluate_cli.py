@@ -113,6 +113,24 @@ def test_text_report_on_real_crops(weights, tmp_path, capsys):
     assert f"worst 2 errors in {tmp_path}" in out
 
 
+def test_word_prior_is_named_in_the_summary_and_the_table(weights, datasets, tmp_path, capsys):
+    """--words: the word decoder (greedy where the reading is a listed word: all are here), its list named in the
+    JSON and in the table, so that its figures are not taken for lexicon-free ones."""
+    listed = [p for p in datasets["preds"] if p.isalpha()]
+    words = tmp_path / "words.txt"
+    words.write_text("\n".join(listed + ["zebra"]) + "\n")
+    s = run_json(["--weights", str(weights), "--data", str(datasets["right"]), "--words", str(words)], capsys)
+    assert s["decoder"] == "word" and s["words"] == {"path": str(words), "entries": len(set(listed)) + 1}
+    assert s["datasets"][0]["word_acc"] == 1.0
+    assert main(["--weights", str(weights), "--data", str(datasets["right"]), "--words", str(words),
+                 "--workers", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "decoder word, 1 process(es)" in out
+    assert f"(decoder word: a word prior, {len(set(listed)) + 1} words of {words}; not lexicon-free figures)" in out
+    greedy = run_json(["--weights", str(weights), "--data", str(datasets["right"])], capsys)
+    assert "words" not in greedy and greedy["decoder"] == "greedy"
+
+
 def test_undecodable_images_are_counted_and_reported(weights, images, tmp_path, capsys):
     path = tmp_path / "mixed.lmdb"
     write_lmdb([(images[0], "a"), (b"not an image", "b"), (images[1], "c")], path)
@@ -131,6 +149,11 @@ def test_bad_inputs_exit_2_with_one_line(weights, tmp_path, capsys):
         "does not contain a model state dict": ["--weights", str(tmp_path / "foreign.pt"), "--data", str(tmp_path)],
         "--threads must be at least 1, got 0": ["--weights", str(weights), "--threads", "0", "--data", str(tmp_path)],
         "nope2.pt": ["--weights", str(weights), "--weights", str(tmp_path / "nope2.pt"), "--data", str(tmp_path)],
+        f"cannot read the word list {tmp_path / 'nope.txt'}": ["--weights", str(weights), "--words",
+                                                                str(tmp_path / "nope.txt"), "--data", str(tmp_path)],
+        "--decoder word needs --words FILE": ["--weights", str(weights), "--decoder", "word", "--data", str(tmp_path)],
+        "--words is read by --decoder word only, not --decoder beam": [
+            "--weights", str(weights), "--decoder", "beam", "--words", "x.txt", "--data", str(tmp_path)],
     }
     for expected, argv in cases.items():
         rc = main(argv)

@@ -174,12 +174,20 @@ def line_model(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def servers(tiny, line_model):
-    """Servers started at once: ``main`` (en + tiny, small limits), ``token``, ``slow`` (queue, timeout) and
-    ``drain`` (stopped by its test)."""
+def word_list(tmp_path_factory) -> Path:
+    """A word list for the word decoder (crnn-serve --words)."""
+    path = tmp_path_factory.mktemp("serve") / "words.txt"
+    path.write_text("hello\nstreet\ncoffee\nopen\nopera\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def servers(tiny, line_model, word_list):
+    """Servers started at once: ``main`` (en + tiny, small limits, a word list), ``token``, ``slow`` (queue,
+    timeout) and ``drain`` (stopped by its test)."""
     started = {
         "main": Server(["--weights", "en", "--weights", f"tiny={tiny}", "--weights", str(line_model),
-                        "--max-wait-ms", "100", "--max-images", "4",
+                        "--words", str(word_list), "--max-wait-ms", "100", "--max-images", "4",
                         "--max-image-bytes", "300KiB", "--max-pixels", "1000000", "--max-request-bytes", "1MiB"]),
         "token": Server([str(tiny)], env={"CRNN_SERVE_TOKEN": "s3cret-token"},  # through the Python API
                         python="import sys, crnn; sys.exit(crnn.serve(sys.argv[1], host='127.0.0.1', port=0))"),
@@ -240,6 +248,22 @@ def test_readings_equal_recognizer_and_crnn_predict(servers, word_files, capsys)
     assert status == 200 and [r["text"] for r in answer["readings"]] == [r.text for r in beam]
     for r, w in zip(answer["readings"], beam):
         assert r["confidence"] == pytest.approx(w.confidence, rel=1e-4, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_word_decoder_reads_as_recognizer_with_the_same_list(servers, word_files, word_list):
+    """crnn-serve --words: decoder word answers as crnn.Recognizer(words=...) reads; a service without a list
+    refuses it in one line; GET /v1/models lists the decoder only where there is a list."""
+    s = servers["main"]
+    want = crnn.Recognizer("en", device="cpu", words=word_list).read([str(p) for p in word_files[:4]])
+    status, answer = s.read([(p.name, p.read_bytes()) for p in word_files[:4]], {"decoder": "word"})
+    assert status == 200, answer
+    assert [(r["text"], round(r["confidence"], 4)) for r in answer["readings"]] == \
+        [(r.text, round(r.confidence, 4)) for r in want]
+    assert json.loads(s.request("GET", "/v1/models")[2])["models"][0]["decoders"] == ["greedy", "beam", "word"]
+    status, answer = servers["slow"].read([("w.png", render_png("word"))], {"decoder": "word"})
+    assert status == 400 and "start crnn-serve with --words FILE" in answer["error"], answer
+    assert json.loads(servers["slow"].request("GET", "/v1/models")[2])["models"][0]["decoders"] == ["greedy", "beam"]
 
 
 @pytest.mark.slow
@@ -663,7 +687,8 @@ def test_cli_refuses_bad_settings_with_one_line(tmp_path, capsys):
     cases = [(["--weights", str(tmp_path / "missing.pt")], "missing.pt"),
              (["--max-queue", "2", "--max-images", "4"], "--max-queue (2) must hold at least one full request"),
              (["--weights", "en", "--weights", "en=x.pt"], "two models are named 'en'"),
-             (["--max-wait-ms", "-1"], "--max-wait-ms")]
+             (["--max-wait-ms", "-1"], "--max-wait-ms"),
+             (["--words", str(tmp_path / "nope.txt")], f"cannot read the word list {tmp_path / 'nope.txt'}")]
     for argv, words in cases:
         assert main(["--port", "0", *argv]) == 2
         err = capsys.readouterr().err.strip().splitlines()

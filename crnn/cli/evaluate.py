@@ -21,6 +21,7 @@ EPILOG = """examples:
   crnn-eval --weights en --against ppocr-v4 --against ppocr-v6 --against easyocr --data my_crops/ --report cmp/
   crnn-eval --weights en --weights runs/ft/interpolated.pt --data my_crops/ --report before_after/
   crnn-eval --data data/ic15_dev --vertical auto   (tall crops read as crnn-predict --vertical auto reads them)
+  crnn-eval --data data/en_dev --words /usr/share/dict/american-english   (greedy with a word prior)
 
 --data takes an LMDB, a folder of LMDBs (concatenated) or a folder with gt.txt (PATH<TAB>label lines).
 Images are resized and read as crnn-predict does it: a keep-ratio model reads each line at its own width (up to
@@ -70,8 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--protocol", choices=PROTOCOL_CHOICES, default="auto",
                    help="label/prediction normalisation before comparing: auto (default) = alnum-insensitive for an "
                         "alnum36 model, exact for any other alphabet; unicode = NFKC + whitespace collapsed")
-    p.add_argument("--decoder", choices=("greedy", "beam"), default="greedy", help="CTC decoder (default: greedy)")
-    p.add_argument("--beam-width", type=int, default=10, help="beam width for --decoder beam (default: 10)")
+    p.add_argument("--decoder", choices=("greedy", "beam", "word"),
+                   help="CTC decoder: greedy (default), beam, or word (greedy with a word prior, needs --words; "
+                        "the default when --words is given)")
+    p.add_argument("--words", metavar="FILE",
+                   help="word list for --decoder word, one word per line (Debian: apt install wamerican, then "
+                        "/usr/share/dict/american-english): a reading that is no listed word gives way to a listed "
+                        "one among the beam's best if nearly as probable. A word prior: say so beside its figures")
+    p.add_argument("--beam-width", type=int, default=10, help="beam width for --decoder beam and word (default: 10)")
     p.add_argument("--batch-size", type=int, default=64, help="images per forward pass and process (default: 64)")
     p.add_argument("--workers", type=int, default=1, help="data loader worker processes per rank (default: 1)")
     p.add_argument("--worst", type=int, default=5, help="show the N errors with the largest edit distance (default: 5)")
@@ -94,7 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def settings_from_args(args: argparse.Namespace) -> EvalSettings:
     """The evaluation settings of the parsed command line."""
-    return EvalSettings(protocol=args.protocol, decoder=args.decoder, beam_width=args.beam_width,
+    decoder = args.decoder or ("word" if args.words is not None else "greedy")
+    return EvalSettings(protocol=args.protocol, decoder=decoder, beam_width=args.beam_width, words=args.words,
                         batch_size=args.batch_size, workers=args.workers, worst=args.worst, device=args.device,
                         amp=args.amp, report_errors=args.report_errors, vertical=args.vertical)
 

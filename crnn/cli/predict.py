@@ -16,6 +16,7 @@ EPILOG = """examples:
   crnn-predict --weights en_alnum36 word.png     (English words as lower-case 0-9a-z at 32x100)
   crnn-predict --weights runs/synth_cpu/best.pt crops/ --format json
   crnn-predict 'scans/**/*.jpg' --decoder beam --lexicon words.txt
+  crnn-predict crops/ --words /usr/share/dict/american-english   (greedy with a word prior)
   find crops -name '*.png' | crnn-predict -
 
 output, one line per image in input order:
@@ -47,9 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
                         f"{shipped_names_help()}. Default: en. A path that exists wins over a name")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (default: auto)")
     p.add_argument("--batch-size", type=int, default=64, help="images per forward pass (default: 64)")
-    p.add_argument("--decoder", choices=("greedy", "beam"), default="greedy", help="CTC decoder (default: greedy)")
-    p.add_argument("--beam-width", type=int, default=10, help="beam width for --decoder beam (default: 10)")
+    p.add_argument("--decoder", choices=("greedy", "beam", "word"),
+                   help="CTC decoder: greedy (default), beam, or word (greedy with a word prior, needs --words; "
+                        "the default when --words is given)")
+    p.add_argument("--beam-width", type=int, default=10, help="beam width for --decoder beam and word (default: 10)")
     p.add_argument("--lexicon", help="word list (one per line): answer the most likely word (needs --decoder beam)")
+    p.add_argument("--words", metavar="FILE",
+                   help="word list for --decoder word, one word per line (Debian: apt install wamerican, then "
+                        "/usr/share/dict/american-english): a reading that is no listed word gives way to a listed "
+                        "one among the beam's best if nearly as probable; other readings (names, numbers) stay")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     p.add_argument("--amp", choices=AMP_MODES, default="off", help=AMP_HELP)
     p.add_argument("--vertical", choices=VERTICAL_MODES, default="warn",
@@ -66,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 def load_recognizer(args: argparse.Namespace):
     """The Recognizer for the parsed arguments (shipped model unless --weights)."""
     from crnn.engine.checkpoint import load_checkpoint
-    from crnn.infer import Recognizer, fallback_spec, resolve_weights, read_lexicon
+    from crnn.infer import Recognizer, fallback_spec, read_lexicon, read_word_list, resolve_weights
 
     weights = resolve_weights(args.weights)
     ckpt = load_checkpoint(weights)
@@ -75,9 +82,11 @@ def load_recognizer(args: argparse.Namespace):
         print(f"{PROG}: note: {weights} stores its own config and charset; --config/--charset are ignored",
               file=sys.stderr)
     lexicon = read_lexicon(args.lexicon) if args.lexicon else None
+    words = read_word_list(args.words) if args.words is not None else None
+    decoder = args.decoder or ("word" if words is not None else "greedy")
     return Recognizer.from_checkpoint(ckpt, args.device, args.amp, config=config, charset=charset,
-                                      decoder=args.decoder, beam_width=args.beam_width, lexicon=lexicon,
-                                      batch_size=args.batch_size, vertical=args.vertical)
+                                      decoder=decoder, beam_width=args.beam_width, lexicon=lexicon,
+                                      batch_size=args.batch_size, vertical=args.vertical, words=words)
 
 
 def _progress(preds: Iterator, total: int) -> Iterator:

@@ -14,6 +14,7 @@ EPILOG = """examples:
   crnn-serve --weights en --weights zh=runs/zh/best.pt --port 8080
   CRNN_SERVE_TOKEN=secret crnn-serve --host 0.0.0.0  (every /v1 and /metrics request needs the token)
   curl -F image=@word.png http://127.0.0.1:8000/v1/read
+  crnn-serve --words /usr/share/dict/american-english   (then curl -F decoder=word -F image=@word.png ...)
 
 endpoints: POST /v1/read (multipart fields 'image', or JSON {"images": [base64, ...]}; options model, decoder,
 beam_width, lexicon, characters), GET /v1/models, /healthz, /readyz, /metrics (Prometheus), / (a page to drop images
@@ -73,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="size of one request body (default: 32MiB)")
     p.add_argument("--max-lexicon-words", type=int, default=lim.max_lexicon_words,
                    help=f"words in a request's lexicon (default: {lim.max_lexicon_words:,})")
+    p.add_argument("--words", metavar="FILE",
+                   help="a word list (one word per line; Debian: /usr/share/dict/american-english from wamerican) "
+                        "for requests with decoder word: greedy with a word prior, as crnn-predict --words reads")
     p.add_argument("--access-log", action="store_true", help="log every request on stderr")
     return p
 
@@ -89,7 +93,7 @@ def options_from_args(args: argparse.Namespace):
     return ServeOptions(weights=args.weights or ["en"], host=args.host, port=args.port, token=token,
                         device=args.device, amp=args.amp, threads=args.threads, decode_threads=args.decode_threads,
                         max_batch=args.max_batch, max_wait_ms=args.max_wait_ms, max_queue=args.max_queue,
-                        timeout_s=args.timeout, limits=limits, access_log=args.access_log)
+                        timeout_s=args.timeout, limits=limits, access_log=args.access_log, words=args.words)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,6 +53,7 @@ class EvalSettings:
     amp: str = "off"
     report_errors: int = 500
     vertical: str = "warn"
+    words: str | None = None  # the word list of decoder "word" (a file, one word per line)
 
 
 def check_choice(option: str, value: str, choices: Sequence[str]) -> None:
@@ -79,6 +80,9 @@ def check_choices(s: EvalSettings) -> None:
     check_choice("--decoder", s.decoder, DECODE_METHODS)
     check_choice("--amp", s.amp, AMP_MODES)
     check_choice("--vertical", s.vertical, VERTICAL_CHOICES)
+    if (s.decoder == "word") != (s.words is not None):
+        raise EvalUsageError("--decoder word needs --words FILE (one word per line)" if s.words is None else
+                             f"--words is read by --decoder word only, not --decoder {s.decoder}")
 
 
 def other_readers(against: Sequence, weights: Sequence[str | os.PathLike] = (), amp: str = "off", threads: int = 2,
@@ -144,7 +148,7 @@ def _run(paths: list[str], weights: str | None, s: EvalSettings, config: str | N
     from crnn.engine.checkpoint import load_checkpoint
     from crnn.engine.distributed import get_rank, get_world_size
     from crnn.engine.evaluate import evaluate
-    from crnn.infer import Recognizer, fallback_spec, resolve_weights
+    from crnn.infer import Recognizer, fallback_spec, read_word_list, resolve_weights
     from crnn.progress import track
     from crnn.report.collect import SampleRecorder, build_report_loader
 
@@ -155,7 +159,8 @@ def _run(paths: list[str], weights: str | None, s: EvalSettings, config: str | N
     ckpt = load_checkpoint(weights)
     fallback_config, fallback_charset = fallback_spec(config, charset)
     rec = Recognizer.from_checkpoint(ckpt, str(device), s.amp, config=fallback_config, charset=fallback_charset,
-                                     decoder=s.decoder, beam_width=s.beam_width, vertical=s.vertical)
+                                     decoder=s.decoder, beam_width=s.beam_width, vertical=s.vertical,
+                                     words=read_word_list(s.words) if s.words is not None else None)
     d, channels = rec.config.data, rec.config.model.in_channels
     reports, recorded = [], []
     for path in paths:
@@ -171,7 +176,7 @@ def _run(paths: list[str], weights: str | None, s: EvalSettings, config: str | N
         t0 = time.perf_counter()
         res = evaluate(rec.model, tall(batches) if tall else batches, rec.charset, device, protocol=s.protocol,
                        decoder=s.decoder, amp=rec.amp, keep_errors=s.worst, max_examples=0,
-                       beam_width=s.beam_width, on_batch=recorder)
+                       beam_width=s.beam_width, on_batch=recorder, words=rec.words)
         reports.append(DatasetReport(path, res, time.perf_counter() - t0, tall.counts(device) if tall else None))
         recorded.append(recorder.gathered() if recorder else None)  # collective under torchrun
     summary = summarize(reports, weights, ckpt, rec, s.protocol, s.decoder, get_world_size(), str(device))
@@ -295,6 +300,8 @@ def summarize(reports: list[DatasetReport], weights: str, ckpt, rec, protocol_re
                "num_classes": rec.charset.num_classes, "protocol": protocol, "protocol_requested": protocol_requested,
                "cer_first": cer_first(rec.charset.chars), "warnings": warnings, "decoder": decoder,
                "processes": world, "device": device, "amp": rec.amp, "datasets": datasets, "overall": overall}
+    if decoder == "word":  # say it: a word prior's figures are not lexicon-free ones
+        summary["words"] = {"path": rec.words.source, "entries": len(rec.words)}
     if rec.vertical != "warn":  # warn: the summary as it always was
         _add_vertical(summary, rec.vertical, [r.vertical for r in reports])
     return summary
@@ -315,6 +322,9 @@ def print_table(s: dict, out: TextIO) -> None:
     step = f", step {s['step']}" if s["step"] is not None else ""
     out.write(f"weights {s['weights']} ({s['variant']}, {s['num_classes'] - 1} chars{step})\n"
               f"protocol {s['protocol']}, decoder {s['decoder']}, {s['processes']} process(es) on {s['device']}\n")
+    if "words" in s:
+        out.write(f"(decoder word: a word prior, {s['words']['entries']:,} words of {s['words']['path']}; not "
+                  "lexicon-free figures)\n")
     if s["protocol_requested"] == "auto":
         out.write(f"({describe_protocol('auto', s['protocol'])})\n")
     if "vertical" in s:

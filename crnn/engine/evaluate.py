@@ -11,7 +11,7 @@ import torch
 
 from crnn.charset import Charset
 from crnn.data.collate import read_at_own_width
-from crnn.decode import decode
+from crnn.decode import WordList, decode
 from crnn.engine.distributed import all_gather_object, all_reduce_sum, broadcast_object, get_world_size
 from crnn.metrics import RecognitionMetrics, cer_first, normalize_text, resolve_protocol
 
@@ -56,13 +56,14 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
              protocol: str = "auto", decoder: str = "greedy", amp: str = "off",
              keep_errors: int = 0, max_examples: int = 8, beam_width: int = 10,
              on_batch: Callable[[object, list[tuple[str, float]]], None] | None = None,
-             extra_protocols: Sequence[str] = ()) -> EvalResult:
+             extra_protocols: Sequence[str] = (), words: WordList | None = None) -> EvalResult:
     """Run ``model`` over ``loader`` (batches with .images and .labels) and return metrics summed over ranks.
 
     ``protocol="auto"`` is alnum-insensitive for the alnum36 charset and exact for every other alphabet.
     ``on_batch(batch, readings)`` sees each batch with its (text, confidence) readings (the evaluation report).
     ``extra_protocols``: the same readings also scored under these protocols (``EvalResult.extra``; one forward pass,
     their counts summed over ranks in the same all_reduce); one equal to the resolved ``protocol`` is left out.
+    ``words``: the word list of ``decoder="word"`` (crnn.decode.word_decode).
     """
     protocol = resolve_protocol(protocol, charset.chars)
     was_training = model.training
@@ -80,7 +81,8 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
         images = batch.images.to(device, non_blocking=True)
         with reading_context(model, device, amp):
             logits = model(images)  # (B, T, K)
-        kw = {"beam_width": beam_width} if decoder == "beam" else {}
+        kw = {"beam_width": beam_width, **({"words": words} if decoder == "word" else {})} \
+            if decoder != "greedy" else {}
         readings = decode(logits.float(), charset, method=decoder, **kw)
         preds = [text for text, _ in readings]
         if on_batch is not None:

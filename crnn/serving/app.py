@@ -33,8 +33,9 @@ READ_BODY = {
             "image": {"type": "array", "items": {"type": "string", "format": "binary"},
                       "description": "one field per image file, in the order the readings come back"},
             "model": {"type": "string", "description": "a name from GET /v1/models (default: the first)"},
-            "decoder": {"type": "string", "enum": ["greedy", "beam"], "description": "default greedy (beam with "
-                                                                                     "a lexicon)"},
+            "decoder": {"type": "string", "enum": ["greedy", "beam", "word"],
+                        "description": "default greedy (beam with a lexicon); word: a word prior, where crnn-serve "
+                                       "was started with --words FILE"},
             "beam_width": {"type": "integer", "minimum": 1, "maximum": payload.MAX_BEAM_WIDTH, "default": 10},
             "lexicon": {"type": "string", "description": "one word per line: answer the most likely word"},
             "characters": {"type": "boolean", "description": "add per-character confidences"},
@@ -45,7 +46,7 @@ READ_BODY = {
         "application/json": {"schema": {"type": "object", "required": ["images"], "properties": {
             "images": {"type": "array", "items": {"type": "string", "format": "byte"},
                        "description": "base64 image files"},
-            "model": {"type": "string"}, "decoder": {"type": "string", "enum": ["greedy", "beam"]},
+            "model": {"type": "string"}, "decoder": {"type": "string", "enum": ["greedy", "beam", "word"]},
             "beam_width": {"type": "integer"}, "lexicon": {"type": "array", "items": {"type": "string"}},
             "characters": {"type": "boolean"}, "vertical": {"type": "string",
                                                             "enum": ["warn", "stack", "rotate", "auto", "off"]}}}},

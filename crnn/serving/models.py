@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from PIL import Image
 
-from crnn.decode import Lexicon, decode
+from crnn.decode import Lexicon, WordList, decode
 from crnn.engine.evaluate import reading_context
 from crnn.infer import WEIGHTS_BY_NAME, Recognizer, resolve_weights
 from crnn.serving.align import char_confidences
@@ -59,11 +59,13 @@ def parse_weights(specs: list[str]) -> dict[str, str]:
 class ModelSlot:
     """One named model: its weights, preprocessing, forward pass and decoding."""
 
-    def __init__(self, name: str, weights: str | os.PathLike, device: str = "auto", amp: str = "off") -> None:
+    def __init__(self, name: str, weights: str | os.PathLike, device: str = "auto", amp: str = "off", *,
+                 words: WordList | None = None) -> None:
         self.name = name
         self.weights = resolve_weights(weights)
         self.engine = Recognizer.from_checkpoint(self.weights, device, amp)
         self.charset = self.engine.charset
+        self.words = words  # crnn-serve --words: the word decoder's list (None: no word decoder)
 
     def describe(self) -> dict:
         """What GET /v1/models tells about this model."""
@@ -72,7 +74,8 @@ class ModelSlot:
                     else {"height": t.height, "keep_ratio": False, "width": t.width})
         return {"name": self.name, "weights": str(self.weights), "variant": cfg.model.variant,
                 "classes": self.charset.num_classes, "channels": cfg.model.in_channels, **geometry,
-                "device": str(self.engine.device), "decoders": ["greedy", "beam"]}
+                "device": str(self.engine.device),
+                "decoders": ["greedy", "beam"] + (["word"] if self.words is not None else [])}
 
     def prepare(self, image: Image.Image, vertical: str = "warn") -> tuple[list[torch.Tensor], str]:
         """PIL image -> the model's ``[C, H, W]`` inputs as crnn-predict makes them (one; of a tall crop with
@@ -100,7 +103,8 @@ class ModelSlot:
 
     def read(self, logits: torch.Tensor, opts: ReadOptions) -> dict:
         """One image's logits ``[T, K]`` -> {"text", "confidence"[, "characters"]} as Recognizer decodes them."""
-        kw = {"beam_width": opts.beam_width, "lexicon": opts.lexicon} if opts.decoder == "beam" else {}
+        kw = ({"beam_width": opts.beam_width, "lexicon": opts.lexicon} if opts.decoder == "beam" else
+              {"beam_width": opts.beam_width, "words": self.words} if opts.decoder == "word" else {})
         text, conf = decode(logits[None], self.charset, method=opts.decoder, **kw)[0]
         out: dict = {"text": text, "confidence": conf}
         if opts.characters:

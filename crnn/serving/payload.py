@@ -1,9 +1,10 @@
 """POST /v1/read bodies -> the images and the read options, or a RequestError naming what is wrong.
 
 Two shapes: multipart/form-data with one file field ``image`` per image (repeatable) and optional text fields, or
-JSON ``{"images": ["<base64>", ...], ...}``. The options are the same in both: ``model``, ``decoder`` (greedy | beam),
-``beam_width``, ``lexicon`` (JSON: a list of words; form: one word per line), ``characters`` (per-character
-confidences) and ``vertical`` (crops at least twice as tall as wide: warn, stack or off, as crnn-predict --vertical).
+JSON ``{"images": ["<base64>", ...], ...}``. The options are the same in both: ``model``, ``decoder`` (greedy | beam, or
+word where crnn-serve was given a word list with --words), ``beam_width``, ``lexicon`` (JSON: a list of words; form: one
+word per line), ``characters`` (per-character confidences) and ``vertical`` (crops at least twice as tall as wide: warn,
+stack or off, as crnn-predict --vertical).
 """
 from __future__ import annotations
 
@@ -146,7 +147,10 @@ def read_options(req: ReadRequest, slot: ModelSlot, limits: Limits) -> ReadOptio
     """Check a request's options against its model (a decoding thread: a long lexicon takes a moment)."""
     decoder = req.decoder if req.decoder is not None else ("beam" if req.lexicon is not None else "greedy")
     if decoder not in DECODE_METHODS:
-        raise RequestError(400, f"decoder must be greedy or beam, got {decoder!r}")
+        raise RequestError(400, f"decoder must be greedy or beam (or word, with crnn-serve --words), got {decoder!r}")
+    if decoder == "word" and slot.words is None:
+        raise RequestError(400, "the word decoder needs a word list, and this service has none: start crnn-serve "
+                                "with --words FILE, or use decoder greedy or beam")
     try:
         beam_width = int(req.beam_width)  # type: ignore[call-overload]
         if isinstance(req.beam_width, (bool, float)) or not 1 <= beam_width <= MAX_BEAM_WIDTH:

@@ -48,6 +48,7 @@ class ServeOptions:
     timeout_s: float = 30.0
     limits: Limits = field(default_factory=Limits)
     access_log: bool = False
+    words: str | None = None  # a word list for decoder "word" (a file, one word per line), shared by every model
 
     def check(self) -> None:
         """Raise ServeError for settings that cannot work, naming the option and the fix."""
@@ -86,9 +87,14 @@ class Service:
         """Check the settings and load every model (raises ServeError, CheckpointError, InferenceError)."""
         opts.check()
         names = parse_weights(opts.weights)
+        words = None
+        if opts.words is not None:
+            from crnn.infer import read_word_list
+
+            words = read_word_list(opts.words)
         models = {}
         for name, weights in names.items():
-            models[name] = ModelSlot(name, weights, opts.device, opts.amp)
+            models[name] = ModelSlot(name, weights, opts.device, opts.amp, words=words)
         return cls(opts, models)
 
     @asynccontextmanager

@@ -11,6 +11,7 @@ import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 PEERS_EXTRA = "pip install 'crnn[peers]'"  # from a checkout: pip install -e '.[peers]'
@@ -62,18 +63,19 @@ def safe_read(reader: Reader, image) -> tuple[str, str]:
 
 
 def ours(weights: str, amp: str = "off", *, width_step: int | None = None, width_scale: float | None = None,
-         device: str = "cpu", vertical: str = "warn") -> Reader:
+         device: str = "cpu", vertical: str = "warn", words: str | None = None) -> Reader:
     """One of our checkpoints (a shipped name or a path) through ``crnn.Recognizer(weights, amp=amp).read(image)``.
 
     The name is ``weights``, with what differs from the checkpoint's own reading in brackets (``zh (bf16)``,
     ``zh (width_step 1)``; amp auto names what it resolved to here). ``width_step`` / ``width_scale`` override the
     checkpoint's ``data.width_step`` / ``data.read_width_scale``; ``device`` and ``vertical`` (tall crops) as
-    crnn.Recognizer takes them (the yardsticks time on the CPU). OSError / ValueError for a missing or bad file.
+    crnn.Recognizer takes them (the yardsticks time on the CPU); ``words``: a word list read with the word decoder
+    (a word prior: the name says so). OSError / ValueError for a missing or bad file.
     """
     import crnn
 
     rec = crnn.Recognizer(weights, device=device, amp=amp, vertical=vertical, width_step=width_step,
-                          width_scale=width_scale)
+                          width_scale=width_scale, words=words)
     given = []
     if width_step is not None:
         given.append(f"width_step {width_step}")
@@ -85,10 +87,13 @@ def ours(weights: str, amp: str = "off", *, width_step: int | None = None, width
         given.append(amp)
     if vertical not in ("warn", "off"):  # both read a tall crop as it is
         given.append(f"vertical {vertical}")
+    if words is not None:
+        given.append(f"word prior {Path(words).name}")
     name = f"{weights} ({', '.join(given)})" if given else str(weights)
     geometry = f"width_step {rec.width_step}, widths x {rec.width_scale:g}"
     return Reader(name, lambda image: rec.read(image).text,
-                  f"crnn.Recognizer(weights, amp='{amp}').read(image): one crop per call ({geometry})",
+                  f"crnn.Recognizer(weights, amp='{amp}'{'' if words is None else ', words=FILE'}).read(image): "
+                  f"one crop per call ({geometry})",
                   read_many=lambda images: [r.text for r in rec.read(list(images))],
                   block=rec.warn_once)  # tall crops read one per call: one warning with their count per run
 
