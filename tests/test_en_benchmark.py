@@ -171,6 +171,41 @@ def test_vertical_auto_is_a_row_of_its_own(bench):
                                                        "en (vertical auto)"]
 
 
+def test_word_prior_rows_are_named_and_a_missing_list_stops_before_reading(bench, tmp_path, capsys):
+    args = bench.build_parser().parse_args(["--weights", "w.pt", "--bf16", "w.pt", "--word-prior", "w.pt",
+                                            "--word-prior", "en", "--words", "my/list.txt", "--no-peers"])
+    assert [name for name, _ in bench.makers(args)] == ["w.pt", "w.pt (bf16)", "w.pt (word prior list.txt)",
+                                                       "en (word prior list.txt)", "w.pt (bf16, word prior list.txt)"]
+    argv = ["--word-prior", "en", "--words", str(tmp_path / "nope.txt"), "--data", f"x={tmp_path / 'nothing'}",
+            "--work", str(tmp_path / "work"), "--no-peers"]
+    assert bench.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"en_benchmark: error: cannot read the word list {tmp_path / 'nope.txt'}: ")
+    assert len(err.splitlines()) == 1 and not (tmp_path / "work").exists()
+
+
+@needs_shipped
+def test_word_prior_row_reads_as_crnn_eval_with_the_same_list(bench, words, tmp_path, monkeypatch, capsys):
+    """--word-prior W: W read with the word decoder and --words, a row of its own; its figures are crnn-eval's with
+    --words on the same folder."""
+    _no_peers(monkeypatch)
+    word_list = tmp_path / "list.txt"
+    word_list.write_text("hello\nstreet\ncoffee\n")
+    argv = ["--weights", str(SHIPPED), "--word-prior", str(SHIPPED), "--words", str(word_list), "--data",
+            f"folder={words}", "--work", str(tmp_path / "work"), "--json", "--no-peers", "--threads", "1",
+            "--speed-rounds", "0", "--progress", "0"]
+    assert bench.main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["model"] for r in rows] == [str(SHIPPED), f"{SHIPPED} (word prior list.txt)"]
+    assert "words=FILE" in rows[1]["how"]
+    assert eval_main(["--weights", str(SHIPPED), "--data", str(words), "--protocol", "exact", "--json",
+                      "--workers", "0", "--words", str(word_list)]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["decoder"] == "word"
+    assert rows[1]["folder"]["exact"]["word_acc"] == ev["datasets"][0]["word_acc"]
+    assert rows[1]["folder"]["exact"]["cer"] == ev["datasets"][0]["cer"]
+
+
 @needs_shipped
 def test_vertical_auto_reads_a_tall_crop_turned(bench, tmp_path):
     """The --vertical-auto row's reader is named as its row and reads a word turned on its side without the warning

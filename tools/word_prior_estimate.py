@@ -1,5 +1,6 @@
 """What a word-list prior could gain at reading time: of the words greedy decoding reads wrong, how many sit in the
-CTC beam's n-best, and how many a naive pick would mend - a measurement to decide whether to build one, not a decoder.
+CTC beam's n-best, and how many a naive pick would mend - the measurement that decided to build one. The decoder is
+``--words FILE`` (decoder ``word``: crnn.decode.word_decode) in crnn-predict, crnn-eval, crnn-serve and crnn.Recognizer.
 
     python tools/word_prior_estimate.py --data data/en_dev --data data/ic15_dev      # the shipped en, Debian's list
     python tools/word_prior_estimate.py --weights W --data D --words my_words.txt --margin 3 --json
