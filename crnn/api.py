@@ -386,7 +386,7 @@ def _word_list(words: str | os.PathLike | Sequence[str] | None):
         return read_word_list(words)
     prior = WordList((w for w in words if isinstance(w, str)), source="a list")
     if not len(prior):
-        raise InferenceError(f"the word list holds no words ({WORD_LIST_HINT})")
+        raise InferenceError(f"the word list holds no words of Latin letters or digits ({WORD_LIST_HINT})")
     return prior
 
 

@@ -223,7 +223,8 @@ def read_lexicon(path: str | os.PathLike) -> list[str]:
     return words
 
 
-WORD_LIST_HINT = "one word per line; Debian and Ubuntu: apt install wamerican gives /usr/share/dict/american-english"
+WORD_LIST_HINT = ("one word per line, compared as lower-case 0-9a-z; Debian and Ubuntu: apt install wamerican gives "
+                  "/usr/share/dict/american-english")
 
 
 def read_word_list(path: str | os.PathLike) -> WordList:
@@ -234,7 +235,8 @@ def read_word_list(path: str | os.PathLike) -> WordList:
     except OSError as e:
         raise InferenceError(f"cannot read the word list {path}: {e.strerror or e}; {WORD_LIST_HINT}") from None
     if not len(words):
-        raise InferenceError(f"the word list {path} holds no words ({WORD_LIST_HINT})")
+        raise InferenceError(f"the word list {path} holds no words of Latin letters or digits "
+                             f"({WORD_LIST_HINT})")
     return words
 
 
@@ -375,7 +377,7 @@ class Recognizer:
         if words is not None and not isinstance(words, WordList):
             words = WordList(words)
         if words is not None and not len(words):
-            raise InferenceError(f"the word list holds no words ({WORD_LIST_HINT})")
+            raise InferenceError(f"the word list holds no words of Latin letters or digits ({WORD_LIST_HINT})")
         if batch_size < 1 or beam_width < 1:
             raise InferenceError(f"batch_size and beam_width must be >= 1, got {batch_size} and {beam_width}")
         if vertical not in VERTICAL_MODES:
