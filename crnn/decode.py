@@ -364,10 +364,9 @@ def word_decode(logits: torch.Tensor, charset: Charset, lengths: torch.Tensor | 
             if score < nbest[0][1] - margin:
                 break
             text = charset.decode(list(ids))
-            if text in words:
-                if text != readings[b][0]:
-                    exact = float(_ctc_log_likelihood(lp.double(), [ids])[0])
-                    readings[b] = (text, math.exp(min(exact, 0.0)))
+            if text in words:  # never greedy's own reading, which is not listed
+                exact = float(_ctc_log_likelihood(lp.double(), [ids])[0])
+                readings[b] = (text, math.exp(min(exact, 0.0)))
                 break
     return readings
 

@@ -371,9 +371,10 @@ class Recognizer:
             raise InferenceError(f"decoder must be one of {', '.join(DECODE_METHODS)}, got {decoder!r}")
         if lexicon is not None and decoder != "beam":
             raise InferenceError("a lexicon needs the beam decoder; add --decoder beam")
-        if (words is None) != (decoder != "word"):
-            raise InferenceError("the word decoder needs a word list: add --words FILE" if words is None else
-                                 f"a word list is read by the word decoder only; add --decoder word, not {decoder}")
+        if decoder == "word" and words is None:
+            raise InferenceError("the word decoder needs a word list: add --words FILE")
+        if decoder != "word" and words is not None:
+            raise InferenceError(f"a word list is read by the word decoder only; add --decoder word, not {decoder}")
         if words is not None and not isinstance(words, WordList):
             words = WordList(words)
         if words is not None and not len(words):

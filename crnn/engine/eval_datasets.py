@@ -80,9 +80,10 @@ def check_choices(s: EvalSettings) -> None:
     check_choice("--decoder", s.decoder, DECODE_METHODS)
     check_choice("--amp", s.amp, AMP_MODES)
     check_choice("--vertical", s.vertical, VERTICAL_CHOICES)
-    if (s.decoder == "word") != (s.words is not None):
-        raise EvalUsageError("--decoder word needs --words FILE (one word per line)" if s.words is None else
-                             f"--words is read by --decoder word only, not --decoder {s.decoder}")
+    if s.decoder == "word" and s.words is None:
+        raise EvalUsageError("--decoder word needs --words FILE (one word per line)")
+    if s.decoder != "word" and s.words is not None:
+        raise EvalUsageError(f"--words is read by --decoder word only, not --decoder {s.decoder}")
 
 
 def other_readers(against: Sequence, weights: Sequence[str | os.PathLike] = (), amp: str = "off", threads: int = 2,

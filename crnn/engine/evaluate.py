@@ -74,6 +74,9 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
     first_images = None
     n_skipped, t0 = 0, time.perf_counter()
     predicted, right = Counter(), Counter()  # how often each text was predicted, and was the label
+    kw = {} if decoder == "greedy" else {"beam_width": beam_width}  # the decoder's options, once
+    if decoder == "word":
+        kw["words"] = words
     for batch in _own_width(loader):
         n_skipped += getattr(batch, "num_skipped", 0)
         if len(batch.labels) == 0:  # every image of the batch was undecodable
@@ -81,8 +84,6 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
         images = batch.images.to(device, non_blocking=True)
         with reading_context(model, device, amp):
             logits = model(images)  # (B, T, K)
-        kw = {"beam_width": beam_width, **({"words": words} if decoder == "word" else {})} \
-            if decoder != "greedy" else {}
         readings = decode(logits.float(), charset, method=decoder, **kw)
         preds = [text for text, _ in readings]
         if on_batch is not None:
