@@ -7,7 +7,14 @@
 The public names (``__all__``, defined in crnn.api) are loaded on first use, so ``import crnn`` does not import torch.
 """
 import importlib as _importlib
+import os as _os
 import typing as _typing
+
+# oneDNN (torch's CPU kernels) keeps the last 1,024 kernels it compiled, one per layer and input shape. A keep-ratio
+# model reads each item at its own width, and items of ~150 widths need more: every call compiled again, and a line
+# read 1.5x (float32) to 3x (bf16) slower (benchmarks/bench_kernel_cache.py). Room for them, in place before the first
+# kernel is built (oneDNN reads it then); a value already in the environment wins.
+_os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "16384")
 
 __version__ = "0.1.0"
 __all__ = ["Recognizer", "Reading", "TrainSummary", "load_config", "train", "evaluate", "serve"]

@@ -65,6 +65,18 @@ def test_import_crnn_does_not_import_torch():
                                              "evaluate", "serve"]))
 
 
+def test_import_crnn_makes_room_for_onednn_kernels_unless_told_otherwise():
+    """A keep-ratio model builds a kernel per layer and width: import crnn raises oneDNN's cache from 1,024 to 16,384
+    (benchmarks/kernel_cache.md), and leaves a value the environment gives."""
+    code = "import os, crnn; print(os.environ['ONEDNN_PRIMITIVE_CACHE_CAPACITY'])"
+    env = {k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"}
+    for given, want in ((None, "16384"), ("2048", "2048")):
+        extra = {} if given is None else {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": given}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120,
+                             env={**env, **extra, "PYTHONPATH": str(REPO)})
+        assert out.returncode == 0 and out.stdout.strip() == want, out.stderr
+
+
 def test_public_names_are_exactly_all_and_documented():
     public = {n for n in dir(crnn) if not n.startswith("_") and not inspect.ismodule(getattr(crnn, n))}
     assert public == set(crnn.__all__)
