@@ -42,11 +42,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-# oneDNN keeps 1,024 compiled kernels by default. Several of our rows in one process (a model in float32 and in bf16,
-# or several checkpoints), each reading crops of some 150 widths, evicted each other's: on a 2-core Xeon with AMX each
-# read 30-45 % slower than a process reading with one model (benchmarks/en_word_prior.md). Room for all of them, as
-# each has alone; set before torch loads. A process of one model never needed it.
-os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "16384")
 
 from crnn.data.zh_sets import (  # noqa: E402,F401  (the sets live in the library; these names stay importable here)
     ALL_SETS, FACE_SETS, FONT_GROUPS, LONG_LEN, MAX_LEN, MIN_LEN, SEEDS, SET_TITLES, SETS, TRAD_STANDARDS, bench_text,
