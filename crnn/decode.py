@@ -371,6 +371,17 @@ def word_decode(logits: torch.Tensor, charset: Charset, lengths: torch.Tensor | 
     return readings
 
 
+def decoder_options(method: str, beam_width: int = 10, lexicon: Sequence[str] | Lexicon | None = None,
+                    words: WordList | Iterable[str] | None = None) -> dict:
+    """The keyword options :func:`decode` takes for ``method``: none for greedy; the beam width and the lexicon for
+    beam; the beam width and the word list for word."""
+    if method == "beam":
+        return {"beam_width": beam_width, "lexicon": lexicon}
+    if method == "word":
+        return {"beam_width": beam_width, "words": words}
+    return {}
+
+
 def decode(logits: torch.Tensor, charset: Charset, method: str = "greedy",
            lengths: torch.Tensor | None = None, **kw) -> list[tuple[str, float]]:
     """Dispatch to :func:`greedy_decode`, :func:`beam_decode` or :func:`word_decode` (``kw`` go to the decoder)."""

@@ -33,7 +33,7 @@ from crnn.config import READ_WIDTH_SCALE_RANGE, Config, load_config
 from crnn.data.collate import read_at_own_width, split_by_width  # noqa: F401 (public here too)
 from crnn.data.transforms import INFER_MAX_WIDTH, ResizeNormalize
 from crnn.data.vertical import VERTICAL_MODES, is_vertical, vertical_candidates, vertical_note, vertical_summary
-from crnn.decode import DECODE_METHODS, WordList, decode
+from crnn.decode import DECODE_METHODS, WordList, decode, decoder_options
 from crnn.engine.checkpoint import Checkpoint, build_from_checkpoint, load_checkpoint
 from crnn.engine.evaluate import reading_context
 from crnn.model import CRNN
@@ -474,15 +474,8 @@ class Recognizer:
         images = images.to(self.device, non_blocking=True)
         with reading_context(self.model, self.device, self.amp):
             logits = self.model(images)  # (B, T, K)
-        return decode(logits.float(), self.charset, method=self.decoder, **self.decode_options())
-
-    def decode_options(self) -> dict:
-        """The keyword options of :func:`crnn.decode.decode` for this reader's decoder."""
-        if self.decoder == "beam":
-            return {"beam_width": self.beam_width, "lexicon": self.lexicon}
-        if self.decoder == "word":
-            return {"beam_width": self.beam_width, "words": self.words}
-        return {}
+        kw = decoder_options(self.decoder, self.beam_width, self.lexicon, self.words)
+        return decode(logits.float(), self.charset, method=self.decoder, **kw)
 
     def predict_tensors(self, tensors: Sequence[torch.Tensor]) -> list[tuple[str, float]]:
         """Preprocessed ``[C, H, W]`` tensors -> (text, confidence) in input order, batched by width; of a

@@ -11,7 +11,7 @@ import torch
 
 from crnn.charset import Charset
 from crnn.data.collate import read_at_own_width
-from crnn.decode import WordList, decode
+from crnn.decode import WordList, decode, decoder_options
 from crnn.engine.distributed import all_gather_object, all_reduce_sum, broadcast_object, get_world_size
 from crnn.metrics import RecognitionMetrics, cer_first, normalize_text, resolve_protocol
 
@@ -74,9 +74,7 @@ def evaluate(model: torch.nn.Module, loader: Iterable, charset: Charset, device:
     first_images = None
     n_skipped, t0 = 0, time.perf_counter()
     predicted, right = Counter(), Counter()  # how often each text was predicted, and was the label
-    kw = {} if decoder == "greedy" else {"beam_width": beam_width}  # the decoder's options, once
-    if decoder == "word":
-        kw["words"] = words
+    kw = decoder_options(decoder, beam_width, words=words)  # once, not per batch
     for batch in _own_width(loader):
         n_skipped += getattr(batch, "num_skipped", 0)
         if len(batch.labels) == 0:  # every image of the batch was undecodable

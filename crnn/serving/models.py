@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from PIL import Image
 
-from crnn.decode import Lexicon, WordList, decode
+from crnn.decode import Lexicon, WordList, decode, decoder_options
 from crnn.engine.evaluate import reading_context
 from crnn.infer import WEIGHTS_BY_NAME, Recognizer, resolve_weights
 from crnn.serving.align import char_confidences
@@ -103,8 +103,7 @@ class ModelSlot:
 
     def read(self, logits: torch.Tensor, opts: ReadOptions) -> dict:
         """One image's logits ``[T, K]`` -> {"text", "confidence"[, "characters"]} as Recognizer decodes them."""
-        kw = ({"beam_width": opts.beam_width, "lexicon": opts.lexicon} if opts.decoder == "beam" else
-              {"beam_width": opts.beam_width, "words": self.words} if opts.decoder == "word" else {})
+        kw = decoder_options(opts.decoder, opts.beam_width, opts.lexicon, self.words)
         text, conf = decode(logits[None], self.charset, method=opts.decoder, **kw)[0]
         out: dict = {"text": text, "confidence": conf}
         if opts.characters:
