@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -182,7 +182,8 @@ class Recognizer:
                  beam_width: int = 10, lexicon: str | os.PathLike | Sequence[str] | None = None,
                  batch_size: int = 64, amp: str = "off", config: str | os.PathLike | None = None,
                  charset: str | None = None, vertical: str = "warn", width_step: int | None = None,
-                 width_scale: float | None = None, words: str | os.PathLike | Sequence[str] | None = None) -> None:
+                 width_scale: float | None = None,
+                 words: str | os.PathLike | Sequence[str] | Mapping[str, float] | None = None) -> None:
         """Load ``weights``: a checkpoint path or a shipped model's name (None or "en" = English words in printable
         ASCII with case, "en_alnum36" = English words as lower-case 0-9a-z at 32x100, "zh" = Chinese text lines;
         a path that exists wins over a name). The options are those of crnn-predict.
@@ -191,7 +192,9 @@ class Recognizer:
         given, word when words are, else greedy). ``lexicon``: a word-list file (one word per line) or a list of words;
         the answer is then the most likely lexicon word. ``words``: the same, for a word prior instead (the word
         decoder, crnn-predict ``--words``): a greedy reading that is no listed word gives way to the most probable
-        listed reading among the beam's best if it is nearly as probable; others stand. ``amp``: off (float32) | auto
+        listed reading among the beam's best if it is nearly as probable; others stand. With counts (a file of ``word
+        count`` lines, or ``{word: count}``) every reading of letters is weighed by its word's frequency instead
+        (crnn.decode.word_decode). ``amp``: off (float32) | auto
         (bf16 where it measures faster here) | bf16 (on a CPU the weights held in bfloat16: faster on CPUs with native
         bf16 kernels) | fp16 (CUDA). ``config`` (a YAML file) and ``charset`` are only needed for a bare state dict that
         stores neither. ``vertical``, for crops at least twice as tall as wide (vertical text?): warn (read them as they
@@ -229,7 +232,8 @@ class Recognizer:
                         batch_size: int = 64, amp: str = "off", config: str | os.PathLike | None = None,
                         charset: str | None = None, vertical: str = "warn", width_step: int | None = None,
                         width_scale: float | None = None,
-                        words: str | os.PathLike | Sequence[str] | None = None) -> "Recognizer":
+                        words: str | os.PathLike | Sequence[str] | Mapping[str, float] | None = None
+                        ) -> "Recognizer":
         """A Recognizer for any checkpoint this product reads (e.g. ``runs/x/best.pt``); options as in __init__."""
         return cls(path, device=device, decoder=decoder, beam_width=beam_width, lexicon=lexicon,
                    batch_size=batch_size, amp=amp, config=config, charset=charset, vertical=vertical,
@@ -375,8 +379,9 @@ def _lexicon_words(lexicon: str | os.PathLike | Sequence[str] | None) -> list[st
     return words
 
 
-def _word_list(words: str | os.PathLike | Sequence[str] | None):
-    """A word prior's list given as a file (one word per line) or as words -> crnn.decode.WordList (None: none)."""
+def _word_list(words: str | os.PathLike | Sequence[str] | Mapping[str, float] | None):
+    """A word prior's list given as a file (one word, or ``word count``, per line), as words or as ``{word: count}``
+    -> crnn.decode.WordList (None: none)."""
     from crnn.decode import WordList
     from crnn.infer import WORD_LIST_HINT, InferenceError, read_word_list
 
@@ -384,7 +389,11 @@ def _word_list(words: str | os.PathLike | Sequence[str] | None):
         return words
     if isinstance(words, (str, os.PathLike)):
         return read_word_list(words)
-    prior = WordList((w for w in words if isinstance(w, str)), source="a list")
+    try:
+        prior = WordList(words if isinstance(words, Mapping) else (w for w in words if isinstance(w, str)),
+                         source="a list")
+    except ValueError as e:
+        raise InferenceError(str(e)) from None
     if not len(prior):
         raise InferenceError(f"the word list holds no words of Latin letters or digits ({WORD_LIST_HINT})")
     return prior

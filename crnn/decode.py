@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -311,16 +311,60 @@ class WordList:
     only 0-9 and a-z kept (``Word's`` and ``words`` are one entry; entries with nothing left are dropped).
 
     Unlike a :class:`Lexicon` it does not close the vocabulary: a reading that is not listed stays what it is unless
-    a listed reading is nearly as probable."""
+    a listed reading is nearly as probable. ``words`` given as a mapping ``{word: count}`` (or a file of ``word
+    count`` lines, :meth:`from_lines`) also gives each entry its frequency: counts of words with one form add up, and
+    :func:`word_decode` then weighs readings by them (:meth:`weight`)."""
 
-    def __init__(self, words: Iterable[str], source: str = "") -> None:
-        self.entries = frozenset(k for k in map(self.key, words) if k)
+    def __init__(self, words: Iterable[str] | Mapping[str, float], source: str = "") -> None:
         self.source = source
+        self.log10_counts: dict[str, float] | None = None
+        if isinstance(words, Mapping):
+            counts: dict[str, float] = {}
+            for word, count in words.items():
+                k = self.key(word)
+                c = float(count)
+                if not c > 0 or math.isinf(c):
+                    raise ValueError(f"the count of {word!r} must be a positive number, got {count!r}")
+                if k:
+                    counts[k] = counts.get(k, 0.0) + c
+            self.entries = frozenset(counts)
+            self.log10_counts = {k: math.log10(c) for k, c in counts.items()}
+            logs = self.log10_counts.values()
+            self.floor, self.top = (min(logs), max(logs)) if counts else (0.0, 0.0)
+        else:
+            self.entries = frozenset(k for k in map(self.key, words) if k)
+
+    @classmethod
+    def from_lines(cls, lines: Iterable[str], source: str = "") -> "WordList":
+        """A word list file's lines: one word per line, or, when the first line is ``word count`` (two fields, the
+        second a number), a frequency list whose every line must be so. Raises ValueError naming the first line
+        that breaks that form."""
+        lines = [(n, line.strip()) for n, line in enumerate(lines, 1)]
+        lines = [(n, line) for n, line in lines if line]
+        if not lines or _count_field(lines[0][1]) is None:
+            return cls((line for _, line in lines), source)
+        counts: dict[str, float] = {}
+        where = f"{source} " if source else ""
+        for n, line in lines:
+            count = _count_field(line)
+            if count is None or not count > 0:
+                raise ValueError(f"{where}line {n}: {line[:40]!r} is not 'word count' with a positive count, as "
+                                 "line 1 of this frequency list is; give every line a count, or none")
+            word = line.split()[0]
+            counts[word] = counts.get(word, 0.0) + count
+        return cls(counts, source)
 
     @staticmethod
     def key(text: str) -> str:
         """``text`` in the form entries are kept in: lower case, only 0-9a-z."""
         return _NOT_ALNUM.sub("", text.lower())
+
+    def weight(self, text: str) -> float:
+        """log10 of the count of ``text``'s entry; a reading that is not listed weighs as the rarest listed word
+        (frequency lists only)."""
+        if self.log10_counts is None:
+            raise ValueError("this word list has no counts")
+        return self.log10_counts.get(self.key(text), self.floor)
 
     def __contains__(self, text: object) -> bool:
         return isinstance(text, str) and self.key(text) in self.entries
@@ -329,21 +373,41 @@ class WordList:
         return len(self.entries)
 
     def __repr__(self) -> str:
-        return f"WordList({len(self)} words{f' from {self.source}' if self.source else ''})"
+        kind = "words with counts" if self.log10_counts is not None else "words"
+        return f"WordList({len(self)} {kind}{f' from {self.source}' if self.source else ''})"
+
+
+def _count_field(line: str) -> float | None:
+    """The count of a ``word count`` line (two whitespace-separated fields, the second a finite number), else None."""
+    fields = line.split()
+    if len(fields) != 2:
+        return None
+    try:
+        count = float(fields[1])
+    except ValueError:
+        return None
+    return None if math.isinf(count) or math.isnan(count) else count
 
 
 def word_decode(logits: torch.Tensor, charset: Charset, lengths: torch.Tensor | None = None, *,
-                words: WordList | Iterable[str] | None = None, beam_width: int = 10,
+                words: WordList | Iterable[str] | Mapping[str, float] | None = None, beam_width: int = 10,
                 margin: float = WORD_MARGIN_NATS, prune_threshold: float = 1e-3) -> list[tuple[str, float]]:
-    """Greedy decoding with a word prior: a reading that is not a listed word gives way to the most probable of the
-    beam's ``beam_width`` best readings that is one, if that is at most ``margin`` nats behind the best; otherwise
-    greedy's reading stands. Confidence = exact probability of the returned labelling, as for every decoder.
+    """Greedy decoding with a word prior. Confidence = exact probability of the returned labelling, as for every
+    decoder. Readings compare in :class:`WordList`'s 36-class form; the returned text keeps its case and punctuation
+    as the beam read them. Greedy readings that hold a digit (numbers, codes) or no letter at all are never touched.
 
-    Readings compare in :class:`WordList`'s 36-class form; the returned text keeps its case and punctuation as the
-    beam read them. Greedy readings that are listed, hold a digit (numbers, codes) or no letter at all are never
-    touched, and only the others cost a beam search, so on words a model mostly reads right it reads at nearly
-    greedy's speed. Names and rare words absent from the list can be turned into a listed neighbour: the measured
-    gain and cost are in docs/english.md ("A word prior at reading time").
+    A plain list: a reading that is not a listed word gives way to the most probable of the beam's ``beam_width``
+    best readings that is one, if that is at most ``margin`` nats behind the best; otherwise greedy's reading stands.
+    Listed readings are kept, and only the others cost a beam search.
+
+    A list with counts (:class:`WordList` from a mapping or a ``word count`` file): each of the beam's readings of
+    letters, greedy's among them, scores its log-probability plus log10 of its word's count (a reading that is not
+    listed counts as the rarest listed word: one nat per factor of ten in frequency), and the best score is read.
+    ``margin`` is not used: the counts weigh each reading instead. The beam is skipped where no other reading can
+    win (greedy's probability p with log(1 - p) + log10 of the list's largest count <= log p + greedy's weight).
+
+    Names and rare words absent from the list can be turned into a listed neighbour: the measured gain and cost are
+    in docs/english.md ("A word prior at reading time").
     """
     if words is None:
         raise ValueError("the word decoder needs a word list (words=...)")
@@ -352,7 +416,16 @@ def word_decode(logits: torch.Tensor, charset: Charset, lengths: torch.Tensor | 
     if not isinstance(words, WordList):
         words = WordList(words)
     readings = greedy_decode(logits, charset, lengths)
-    todo = [b for b, (text, _) in enumerate(readings) if WordList.key(text).isalpha() and text not in words]
+    weighed = words.log10_counts is not None
+    todo = []
+    for b, (text, p) in enumerate(readings):
+        if not WordList.key(text).isalpha():
+            continue
+        if not weighed:
+            if text not in words:
+                todo.append(b)
+        elif p < 1.0 and math.log1p(-p) + words.top > math.log(max(p, 1e-300)) + words.weight(text):
+            todo.append(b)
     if not todo:
         return readings
     log_probs, lengths = _prepare(logits, charset, lengths)
@@ -360,15 +433,44 @@ def word_decode(logits: torch.Tensor, charset: Charset, lengths: torch.Tensor | 
     for b in todo:
         lp = log_probs[b, :int(lengths[b])]  # [T_b, C]
         nbest = prefix_beam_search(lp, beam_width=beam_width, prune_threshold=prune_threshold)
-        for ids, score in nbest:
-            if score < nbest[0][1] - margin:
-                break
-            text = charset.decode(list(ids))
-            if text in words:  # never greedy's own reading, which is not listed
-                exact = float(_ctc_log_likelihood(lp.double(), [ids])[0])
-                readings[b] = (text, math.exp(min(exact, 0.0)))
-                break
+        if weighed:
+            pick = _weighed_pick(readings[b], nbest, charset, words)
+        else:
+            pick = _listed_pick(nbest, charset, words, margin)
+        if pick is not None:
+            exact = float(_ctc_log_likelihood(lp.double(), [pick])[0])
+            readings[b] = (charset.decode(list(pick)), math.exp(min(exact, 0.0)))
     return readings
+
+
+def _listed_pick(nbest: list[tuple[tuple[int, ...], float]], charset: Charset, words: WordList,
+                 margin: float) -> tuple[int, ...] | None:
+    """The most probable listed n-best reading at most ``margin`` nats behind the best, or None."""
+    for ids, score in nbest:
+        if score < nbest[0][1] - margin:
+            return None
+        if charset.decode(list(ids)) in words:  # never greedy's own reading, which is not listed
+            return ids
+    return None
+
+
+def _weighed_pick(greedy: tuple[str, float], nbest: list[tuple[tuple[int, ...], float]], charset: Charset,
+                  words: WordList) -> tuple[int, ...] | None:
+    """The n-best reading of letters with the best log-probability + weight if it beats greedy's reading (scored by
+    its own n-best entry, else its exact probability), or None."""
+    text, p = greedy
+    key = WordList.key(text)
+    own = [score for ids, score in nbest if WordList.key(charset.decode(list(ids))) == key]
+    best_score, best = (own[0] if own else math.log(max(p, 1e-300))) + words.weight(text), None
+    for ids, score in nbest:
+        reading = charset.decode(list(ids))
+        k = WordList.key(reading)
+        if k == key or not k.isalpha():
+            continue
+        s = score + words.weight(reading)
+        if s > best_score:
+            best_score, best = s, ids
+    return best
 
 
 def decoder_options(method: str, beam_width: int = 10, lexicon: Sequence[str] | Lexicon | None = None,

@@ -223,17 +223,20 @@ def read_lexicon(path: str | os.PathLike) -> list[str]:
     return words
 
 
-WORD_LIST_HINT = ("one word per line, compared as lower-case 0-9a-z; Debian and Ubuntu: apt install wamerican gives "
-                  "/usr/share/dict/american-english")
+WORD_LIST_HINT = ("one word per line, or 'word count' per line for a frequency list, compared as lower-case 0-9a-z; "
+                  "Debian and Ubuntu: apt install wamerican gives /usr/share/dict/american-english")
 
 
 def read_word_list(path: str | os.PathLike) -> WordList:
-    """A word prior's list (``--words``): one word per line, kept in the 36-class form (crnn.decode.WordList)."""
+    """A word prior's list (``--words``): one word per line, or ``word count`` lines (a frequency list), kept in the
+    36-class form (crnn.decode.WordList.from_lines)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            words = WordList(f, source=os.fspath(path))
+            words = WordList.from_lines(f, source=os.fspath(path))
     except OSError as e:
         raise InferenceError(f"cannot read the word list {path}: {e.strerror or e}; {WORD_LIST_HINT}") from None
+    except ValueError as e:
+        raise InferenceError(str(e)) from None
     if not len(words):
         raise InferenceError(f"the word list {path} holds no words of Latin letters or digits "
                              f"({WORD_LIST_HINT})")
@@ -376,7 +379,10 @@ class Recognizer:
         if decoder != "word" and words is not None:
             raise InferenceError(f"a word list is read by the word decoder only; add --decoder word, not {decoder}")
         if words is not None and not isinstance(words, WordList):
-            words = WordList(words)
+            try:
+                words = WordList(words)
+            except ValueError as e:
+                raise InferenceError(str(e)) from None
         if words is not None and not len(words):
             raise InferenceError(f"the word list holds no words of Latin letters or digits ({WORD_LIST_HINT})")
         if batch_size < 1 or beam_width < 1:

@@ -230,6 +230,25 @@ def test_words_from_file_or_list_pick_the_word_decoder_and_leave_confident_readi
     assert repr(crnn.Recognizer(words=["x"], device="cpu")).endswith("decoder='word')")
 
 
+def test_words_with_counts_from_file_or_mapping_read_alike(tmp_path, capsys):
+    """A frequency list (``word count`` lines) and the same counts as a mapping give the same readings; a line
+    without its count is refused in one line, by the reader and by crnn-predict alike."""
+    counts = {"package": 5e8, "packaged": 2, "immediately": 40}
+    words = tmp_path / "counts.tsv"
+    words.write_text("".join(f"{w}\t{c:g}\n" for w, c in counts.items()))
+    imgs = SAMPLES[:6]
+    from_file = crnn.Recognizer(words=words, device="cpu").read(imgs)
+    assert from_file == crnn.Recognizer(words=counts, device="cpu").read(imgs)
+    assert crnn.Recognizer(words=words, device="cpu")._engine.words.log10_counts is not None
+    (tmp_path / "mixed.tsv").write_text("package 10\npackaged\n")
+    cli = _cli_error(predict_main, ["--words", str(tmp_path / "mixed.tsv"), str(SAMPLES[0])], capsys)
+    with pytest.raises(InferenceError) as e:
+        crnn.Recognizer(words=tmp_path / "mixed.tsv")
+    assert str(e.value) == cli and cli.startswith(f"{tmp_path / 'mixed.tsv'} line 2: 'packaged' is not 'word count'")
+    with pytest.raises(InferenceError, match="count of 'package' must be a positive number"):
+        crnn.Recognizer(words={"package": -1})
+
+
 def test_word_prior_errors_are_the_cli_messages(tmp_path, capsys):
     missing = tmp_path / "nope.txt"
     cli = _cli_error(predict_main, ["--words", str(missing), str(SAMPLES[0])], capsys)

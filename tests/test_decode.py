@@ -353,6 +353,89 @@ def test_word_list_keeps_the_36_class_form():
     assert repr(words) == "WordList(4 words from mine.txt)"
 
 
+def _weighed_reference(logits: torch.Tensor, cs: Charset, words: WordList) -> str:
+    """The frequency rule without its skip: the beam's best reading of letters by log-prob + log10(count)."""
+    (greedy, p), = greedy_decode(logits, cs)
+    if not WordList.key(greedy).isalpha():
+        return greedy
+    nbest = [(cs.decode(list(ids)), s) for ids, s in prefix_beam_search(logits[0], beam_width=10)]
+    own = [s for t, s in nbest if WordList.key(t) == WordList.key(greedy)]
+    best, pick = (own[0] if own else math.log(p)) + words.weight(greedy), greedy
+    for t, s in nbest:
+        if WordList.key(t).isalpha() and WordList.key(t) != WordList.key(greedy) and s + words.weight(t) > best:
+            best, pick = s + words.weight(t), t
+    return pick
+
+
+def test_word_prior_with_counts_weighs_each_reading_by_its_words_frequency():
+    cs = Charset.from_spec("alnum36")
+    logits = hello_logits(cs)  # greedy "helo"; "hello" g nats behind in the beam
+    nbest = {cs.decode(list(ids)): s for ids, s in prefix_beam_search(logits[0], beam_width=10)}
+    g = nbest["helo"] - nbest["hello"]
+    assert 0.1 < g < 1
+    # a listed greedy reading gives way to a word more frequent by more than a factor 10 ** g, not to one less so
+    more, less = 10 ** (g + 0.05), 10 ** (g - 0.05)
+    (text, conf), = word_decode(logits, cs, words={"helo": 1, "hello": more})
+    assert text == "hello"
+    assert math.log(conf) == pytest.approx(true_log_prob(logits[0].log_softmax(-1), "hello", cs), abs=1e-5)
+    assert word_decode(logits, cs, words={"helo": 1, "hello": less}) == greedy_decode(logits, cs)
+    # an unlisted reading counts as the rarest listed word ("zzz" here), whatever a frequent word elsewhere counts
+    assert word_decode(logits, cs, words={"zzz": 1, "hello": more, "the": 1e9})[0][0] == "hello"
+    assert word_decode(logits, cs, words={"zzz": 1, "hello": less, "the": 1e9}) == greedy_decode(logits, cs)
+    # the margin is the plain list's rule only; codes are never changed
+    assert word_decode(logits, cs, words={"helo": 1, "hello": more}, margin=0.01)[0][0] == "hello"
+    digits = steps_logits(cs, ["h", "3", "l", "-", "l", "o"], {3: {"l": 0.6, "-": 0.4}})
+    assert word_decode(digits, cs, words={"h3llo": 1e9, "a": 1}) == greedy_decode(digits, cs)
+
+
+def test_word_prior_with_counts_skips_the_beam_only_where_no_reading_could_win():
+    """The skip (greedy's probability too high for any other reading to win) never changes a reading: random
+    posteriors over a few letters, random counts, against the rule without the skip."""
+    cs = Charset.from_spec("alnum36")
+    rng = random.Random(5)
+    torch.manual_seed(5)
+    changed = skipped = 0
+    for trial in range(150):
+        T = rng.randint(2, 7)
+        logits = torch.full((1, T, cs.num_classes), -12.0)
+        sharp = rng.choice([1.0, 3.0, 8.0])
+        classes = [0] + [cs.index[ch] for ch in "abcde"]
+        for c in classes:
+            logits[0, :, c] = torch.randn(T) * sharp
+        peak = rng.choice([0.0, 6.0, 12.0])  # a confident reading: most of them skip the beam
+        for t in range(T):
+            logits[0, t, rng.choice(classes)] += peak
+        vocab = {"".join(rng.choice("abcde") for _ in range(rng.randint(1, 4))): 10 ** rng.uniform(0, rng.choice([1, 6]))
+                 for _ in range(25)}
+        words = WordList(vocab)
+        got = word_decode(logits, cs, words=words)[0][0]
+        assert got == _weighed_reference(logits, cs, words), trial
+        greedy, p = greedy_decode(logits, cs)[0]
+        changed += got != greedy
+        skipped += p < 1 and math.log1p(-p) + words.top <= math.log(p) + words.weight(greedy)
+    assert changed > 10 and skipped > 10  # both paths taken
+
+
+def test_word_list_from_lines_reads_plain_and_frequency_lists():
+    plain = WordList.from_lines(["Hello\n", "\n", "route 66\n", "New York"], source="a.txt")
+    assert plain.entries == {"hello", "route66", "newyork"} and plain.log10_counts is None
+    assert repr(plain) == "WordList(3 words from a.txt)"
+    with pytest.raises(ValueError, match="no counts"):
+        plain.weight("hello")
+    counted = WordList.from_lines(["the\t1000\n", "The 100\n", "\n", "cafe's 10\n", "--- 5\n"], source="f.tsv")
+    assert counted.entries == {"the", "cafes"} and repr(counted) == "WordList(2 words with counts from f.tsv)"
+    assert counted.weight("THE") == pytest.approx(math.log10(1100)) and counted.weight("Cafe's!") == 1.0
+    assert counted.weight("nowhere") == 1.0 == counted.floor and counted.top == pytest.approx(math.log10(1100))
+    for bad, line in ((["the 10", "cat"], 2), (["the 10", "cat 0"], 2), (["\n", "a 1", "b 2", "c -3"], 4),
+                      (["the 10", "cat dog 3"], 2)):
+        with pytest.raises(ValueError, match=f"^f.tsv line {line}: .* give every line a count, or none$"):
+            WordList.from_lines(bad, source="f.tsv")
+    with pytest.raises(ValueError, match="positive"):
+        WordList({"the": 0})
+    with pytest.raises(ValueError, match="positive"):
+        WordList({"the": float("inf")})
+
+
 def test_word_decoder_dispatch_and_errors():
     cs = Charset.from_spec("alnum36")
     logits = hello_logits(cs)

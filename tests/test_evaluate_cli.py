@@ -120,7 +120,8 @@ def test_word_prior_is_named_in_the_summary_and_the_table(weights, datasets, tmp
     words = tmp_path / "words.txt"
     words.write_text("\n".join(listed + ["zebra"]) + "\n")
     s = run_json(["--weights", str(weights), "--data", str(datasets["right"]), "--words", str(words)], capsys)
-    assert s["decoder"] == "word" and s["words"] == {"path": str(words), "entries": len(set(listed)) + 1}
+    assert s["decoder"] == "word"
+    assert s["words"] == {"path": str(words), "entries": len(set(listed)) + 1, "counts": False}
     assert s["datasets"][0]["word_acc"] == 1.0
     assert main(["--weights", str(weights), "--data", str(datasets["right"]), "--words", str(words),
                  "--workers", "0"]) == 0
@@ -129,6 +130,13 @@ def test_word_prior_is_named_in_the_summary_and_the_table(weights, datasets, tmp
     assert f"(decoder word: a word prior, {len(set(listed)) + 1} words of {words}; not lexicon-free figures)" in out
     greedy = run_json(["--weights", str(weights), "--data", str(datasets["right"])], capsys)
     assert "words" not in greedy and greedy["decoder"] == "greedy"
+    counted = tmp_path / "counts.tsv"
+    counted.write_text("".join(f"{w}\t{i + 1}\n" for i, w in enumerate(dict.fromkeys(listed + ["zebra"]))))
+    s = run_json(["--weights", str(weights), "--data", str(datasets["right"]), "--words", str(counted)], capsys)
+    assert s["words"] == {"path": str(counted), "entries": len(set(listed)) + 1, "counts": True}
+    assert main(["--weights", str(weights), "--data", str(datasets["right"]), "--words", str(counted),
+                 "--workers", "0"]) == 0
+    assert f"a word prior, {len(set(listed)) + 1} words with counts of {counted};" in capsys.readouterr().out
 
 
 def test_undecodable_images_are_counted_and_reported(weights, images, tmp_path, capsys):

@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--words", metavar="FILE",
                    help="word list for --decoder word, one word per line (Debian: apt install wamerican, then "
                         "/usr/share/dict/american-english): a reading that is no listed word gives way to a listed "
-                        "one among the beam's best if nearly as probable. A word prior: say so beside its figures")
+                        "one among the beam's best if nearly as probable; lines 'word count' weigh every reading of "
+                        "letters by its word's frequency instead. A word prior: say so beside its figures")
     p.add_argument("--beam-width", type=int, default=10, help="beam width for --decoder beam and word (default: 10)")
     p.add_argument("--batch-size", type=int, default=64, help="images per forward pass and process (default: 64)")
     p.add_argument("--workers", type=int, default=1, help="data loader worker processes per rank (default: 1)")

@@ -56,7 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--words", metavar="FILE",
                    help="word list for --decoder word, one word per line (Debian: apt install wamerican, then "
                         "/usr/share/dict/american-english): a reading that is no listed word gives way to a listed "
-                        "one among the beam's best if nearly as probable; other readings (names, numbers) stay")
+                        "one among the beam's best if nearly as probable; other readings (names, numbers) stay. "
+                        "Lines 'word count' (scripts/word_frequencies.py writes them) weigh every reading of "
+                        "letters by its word's frequency instead")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     p.add_argument("--amp", choices=AMP_MODES, default="off", help=AMP_HELP)
     p.add_argument("--vertical", choices=VERTICAL_MODES, default="warn",

@@ -75,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-lexicon-words", type=int, default=lim.max_lexicon_words,
                    help=f"words in a request's lexicon (default: {lim.max_lexicon_words:,})")
     p.add_argument("--words", metavar="FILE",
-                   help="a word list (one word per line; Debian: /usr/share/dict/american-english from wamerican) "
+                   help="a word list (one word, or 'word count', per line; Debian: /usr/share/dict/american-english "
+                        "from wamerican) "
                         "for requests with decoder word: greedy with a word prior, as crnn-predict --words reads")
     p.add_argument("--access-log", action="store_true", help="log every request on stderr")
     return p

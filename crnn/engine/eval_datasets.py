@@ -53,7 +53,7 @@ class EvalSettings:
     amp: str = "off"
     report_errors: int = 500
     vertical: str = "warn"
-    words: str | None = None  # the word list of decoder "word" (a file, one word per line)
+    words: str | None = None  # the word list of decoder "word" (a file, one word or "word count" per line)
 
 
 def check_choice(option: str, value: str, choices: Sequence[str]) -> None:
@@ -302,7 +302,8 @@ def summarize(reports: list[DatasetReport], weights: str, ckpt, rec, protocol_re
                "cer_first": cer_first(rec.charset.chars), "warnings": warnings, "decoder": decoder,
                "processes": world, "device": device, "amp": rec.amp, "datasets": datasets, "overall": overall}
     if decoder == "word":  # say it: a word prior's figures are not lexicon-free ones
-        summary["words"] = {"path": rec.words.source, "entries": len(rec.words)}
+        summary["words"] = {"path": rec.words.source, "entries": len(rec.words),
+                            "counts": rec.words.log10_counts is not None}
     if rec.vertical != "warn":  # warn: the summary as it always was
         _add_vertical(summary, rec.vertical, [r.vertical for r in reports])
     return summary
@@ -324,7 +325,8 @@ def print_table(s: dict, out: TextIO) -> None:
     out.write(f"weights {s['weights']} ({s['variant']}, {s['num_classes'] - 1} chars{step})\n"
               f"protocol {s['protocol']}, decoder {s['decoder']}, {s['processes']} process(es) on {s['device']}\n")
     if "words" in s:
-        out.write(f"(decoder word: a word prior, {s['words']['entries']:,} words of {s['words']['path']}; not "
+        kind = "words with counts" if s["words"].get("counts") else "words"
+        out.write(f"(decoder word: a word prior, {s['words']['entries']:,} {kind} of {s['words']['path']}; not "
                   "lexicon-free figures)\n")
     if s["protocol_requested"] == "auto":
         out.write(f"({describe_protocol('auto', s['protocol'])})\n")
