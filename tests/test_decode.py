@@ -405,7 +405,8 @@ def test_word_prior_with_counts_skips_the_beam_only_where_no_reading_could_win()
         peak = rng.choice([0.0, 6.0, 12.0])  # a confident reading: most of them skip the beam
         for t in range(T):
             logits[0, t, rng.choice(classes)] += peak
-        vocab = {"".join(rng.choice("abcde") for _ in range(rng.randint(1, 4))): 10 ** rng.uniform(0, rng.choice([1, 6]))
+        spread = rng.choice([1, 6])  # counts over one or six powers of ten
+        vocab = {"".join(rng.choice("abcde") for _ in range(rng.randint(1, 4))): 10 ** rng.uniform(0, spread)
                  for _ in range(25)}
         words = WordList(vocab)
         got = word_decode(logits, cs, words=words)[0][0]
