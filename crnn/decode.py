@@ -28,6 +28,7 @@ _SCORE_CHUNK = 256  # candidate labellings per ctc_loss call
 BEAM_PRUNE_NATS = 10.0  # beam search drops prefixes less than e^-10 as probable as the best one
 WORD_MARGIN_NATS = 3.0  # the word prior takes a listed reading at most e^3 less probable than the beam's best
 _NOT_ALNUM = re.compile(r"[^0-9a-z]")
+_FIELDS = re.compile(r"\s*[,;]\s*|\s+")  # the fields of a frequency list's line: word, count
 
 
 def _prepare(logits: torch.Tensor, charset: Charset,
@@ -336,21 +337,28 @@ class WordList:
 
     @classmethod
     def from_lines(cls, lines: Iterable[str], source: str = "") -> "WordList":
-        """A word list file's lines: one word per line, or, when the first line is ``word count`` (two fields, the
-        second a number), a frequency list whose every line must be so. Raises ValueError naming the first line
-        that breaks that form."""
+        """A word list file's lines: one word per line, or, when the first line is ``word count`` (two fields split by
+        blanks, a tab, a comma or a semicolon, the second a number), a frequency list whose every line must be so. A
+        first line of two words followed by ``word count`` lines is a header (``word,count``) and skipped. Raises
+        ValueError naming the first line that breaks the form."""
         lines = [(n, line.strip()) for n, line in enumerate(lines, 1)]
         lines = [(n, line) for n, line in lines if line]
+        if len(lines) > 1 and _count_field(lines[0][1]) is None and len(_FIELDS.split(lines[0][1])) == 2 \
+                and _count_field(lines[1][1]) is not None:
+            lines = lines[1:]  # a header such as "word<TAB>count"
+        where = f"{source} " if source else ""
         if not lines or _count_field(lines[0][1]) is None:
+            if 2 * sum(_count_field(line) is not None for _, line in lines) > len(lines):  # "the 100" -> "the100"
+                raise ValueError(f"{where}line {lines[0][0]}: {lines[0][1][:40]!r} is no 'word count' line, but most "
+                                 "lines are: remove it (a comment?) for a frequency list")
             return cls((line for _, line in lines), source)
         counts: dict[str, float] = {}
-        where = f"{source} " if source else ""
         for n, line in lines:
             count = _count_field(line)
             if count is None or not count > 0:
                 raise ValueError(f"{where}line {n}: {line[:40]!r} is not 'word count' with a positive count, as "
-                                 "line 1 of this frequency list is; give every line a count, or none")
-            word = line.split()[0]
+                                 f"line {lines[0][0]} of this frequency list is; give every line a count, or none")
+            word = _FIELDS.split(line)[0]
             counts[word] = counts.get(word, 0.0) + count
         return cls(counts, source)
 
@@ -378,8 +386,9 @@ class WordList:
 
 
 def _count_field(line: str) -> float | None:
-    """The count of a ``word count`` line (two whitespace-separated fields, the second a finite number), else None."""
-    fields = line.split()
+    """The count of a ``word count`` line (two fields split by blanks, a tab, a comma or a semicolon, the second a
+    finite number), else None."""
+    fields = _FIELDS.split(line.strip())
     if len(fields) != 2:
         return None
     try:

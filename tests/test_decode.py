@@ -431,6 +431,15 @@ def test_word_list_from_lines_reads_plain_and_frequency_lists():
                       (["the 10", "cat dog 3"], 2)):
         with pytest.raises(ValueError, match=f"^f.tsv line {line}: .* give every line a count, or none$"):
             WordList.from_lines(bad, source="f.tsv")
+    # other projects' frequency files: a header, commas or semicolons, a tab; a comment line is refused, not read
+    # as a plain list of words glued to their counts
+    for lines in (["word,count", "the,1000", "cat,10"], ["word\tfrequency", "the\t1000", "cat\t10"],
+                  ["the ; 1000", "cat;10"]):
+        got = WordList.from_lines(lines)
+        assert got.log10_counts == {"the": 3.0, "cat": 1.0}, lines
+    with pytest.raises(ValueError, match="^f.tsv line 2: '# counts per billion' is no 'word count' line, but most"):
+        WordList.from_lines(["", "# counts per billion", "the 1000", "cat 10"], source="f.tsv")
+    assert WordList.from_lines(["New York", "Paris"]).entries == {"newyork", "paris"}  # two words: no header
     with pytest.raises(ValueError, match="positive"):
         WordList({"the": 0})
     with pytest.raises(ValueError, match="positive"):
