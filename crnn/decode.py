@@ -323,7 +323,10 @@ class WordList:
             counts: dict[str, float] = {}
             for word, count in words.items():
                 k = self.key(word)
-                c = float(count)
+                try:
+                    c = float(count)
+                except (TypeError, ValueError):
+                    c = math.nan
                 if not c > 0 or math.isinf(c):
                     raise ValueError(f"the count of {word!r} must be a positive number, got {count!r}")
                 if k:

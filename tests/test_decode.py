@@ -442,8 +442,9 @@ def test_word_list_from_lines_reads_plain_and_frequency_lists():
     assert WordList.from_lines(["New York", "Paris"]).entries == {"newyork", "paris"}  # two words: no header
     with pytest.raises(ValueError, match="positive"):
         WordList({"the": 0})
-    with pytest.raises(ValueError, match="positive"):
-        WordList({"the": float("inf")})
+    for count in (float("inf"), None, "many"):
+        with pytest.raises(ValueError, match=f"^the count of 'the' must be a positive number, got {count!r}$"):
+            WordList({"the": count})
 
 
 def test_word_decoder_dispatch_and_errors():
