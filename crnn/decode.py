@@ -472,16 +472,12 @@ def _weighed_pick(greedy: tuple[str, float], nbest: list[tuple[tuple[int, ...], 
     its own n-best entry, else its exact probability), or None."""
     text, p = greedy
     key = WordList.key(text)
-    own = [score for ids, score in nbest if WordList.key(charset.decode(list(ids))) == key]
-    best_score, best = (own[0] if own else math.log(max(p, 1e-300))) + words.weight(text), None
-    for ids, score in nbest:
-        reading = charset.decode(list(ids))
-        k = WordList.key(reading)
-        if k == key or not k.isalpha():
-            continue
-        s = score + words.weight(reading)
-        if s > best_score:
-            best_score, best = s, ids
+    keyed = [(ids, score, WordList.key(charset.decode(list(ids)))) for ids, score in nbest]
+    own = next((score for _, score, k in keyed if k == key), math.log(max(p, 1e-300)))
+    best_score, best = own + words.weight(key), None
+    for ids, score, k in keyed:
+        if k != key and k.isalpha() and score + words.weight(k) > best_score:
+            best_score, best = score + words.weight(k), ids
     return best
 
 
